@@ -1,0 +1,51 @@
+# apace — set-up, run and test. Every target creates or refreshes the virtual environment
+# first, so each works on a fresh machine.
+#
+# The environment lives outside the checkout, keyed on a hash of pyproject.toml and this
+# Makefile's install recipe, so a fresh clone (CI) reuses a still-valid one instead of
+# recompiling llama-cpp-python (~5-6 min on 2 cores). `.venv` links to it.
+
+PYTHON ?= python3
+CACHE_DIR ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/apace
+# The CPU's flags are part of the key: llama.cpp is compiled for the CPU it is built on.
+SPEC_HASH := $(shell (cat pyproject.toml .ci/venv-recipe; $(PYTHON) --version; grep -m1 '^flags' /proc/cpuinfo) | sha256sum | cut -c1-16)
+VENV_DIR := $(CACHE_DIR)/venv-$(SPEC_HASH)
+VENV := .venv
+BIN := $(VENV)/bin
+APACE_ARGS ?=
+
+.PHONY: run serve test test-fast lint venv models bench clean-venv
+
+## make run — set up (first time: ~6 min) and start the voice assistant on the embedded models.
+run: venv
+	$(BIN)/apace serve $(APACE_ARGS)
+
+serve: run
+
+## make test — set up and run the whole test suite (unit, integration, browser).
+test: venv
+	bash .ci/install-system-deps
+	$(BIN)/python -m pytest -ra $(PYTEST_ARGS)
+
+test-fast: venv
+	$(BIN)/python -m pytest -ra -m "not integration and not browser" $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check app pipeline models tests
+	$(BIN)/mypy app pipeline models
+
+models: venv
+	$(BIN)/apace models
+
+bench: venv
+	$(BIN)/apace bench $(APACE_ARGS)
+
+venv: $(VENV_DIR)/.complete
+	@ln -sfn "$(VENV_DIR)" $(VENV)
+	@$(VENV_DIR)/bin/python -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+
+$(VENV_DIR)/.complete:
+	bash .ci/venv-recipe "$(PYTHON)" "$(VENV_DIR)"
+
+clean-venv:
+	rm -rf "$(VENV_DIR)" $(VENV)

@@ -1,0 +1,1 @@
+"""apace's application layer: CLI, server, WebRTC transport, dashboard endpoints."""

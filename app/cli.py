@@ -1,0 +1,215 @@
+"""The `apace` command line: talk, models, serve, bench."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from models.load import ModelChoice
+from models.locate import SPECS, ModelError, config_path, locate
+from pipeline.asr import AsrOptions
+from pipeline.audio import AudioError, write_wav
+from pipeline.conversation import ConversationOptions
+from pipeline.llm import LlmOptions
+from pipeline.timeline import METRICS
+from pipeline.vad import VadOptions
+
+log = logging.getLogger("apace")
+
+
+class UsageError(Exception):
+    """A bad command-line value; the message names it and the fix."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.run(args) or 0)
+    except (ModelError, AudioError, UsageError) as error:
+        print(f"apace: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def settings_from(args: argparse.Namespace) -> Any:
+    from app.runtime import Settings
+
+    try:
+        vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness)
+    except ValueError as error:
+        raise UsageError(f"{error} (check --endpoint-ms / --vad-aggressiveness)") from None
+    if args.threads < 0:
+        raise UsageError("--threads must be 0 (all cores) or a positive number")
+    llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
+                     **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
+    return Settings(
+        models=ModelChoice(asr=args.asr_model, llm=args.llm_model, tts=args.tts_voice,
+                           asr_device=args.asr_device, threads=args.threads,
+                           asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
+        asr=AsrOptions(),
+        llm=llm,
+        conversation=ConversationOptions(vad=vad, speculate=not args.no_speculate),
+    )
+
+
+def _cmd_talk(args: argparse.Namespace) -> int:
+    from app.runtime import build_engine
+    from app.talk import load_questions, talk
+
+    questions = load_questions(args.wav)
+    engine, _ = build_engine(settings_from(args))
+
+    async def run() -> Any:
+        try:
+            await engine.warm()
+            return await talk(engine, questions, fast=args.fast)
+        finally:
+            engine.close()
+
+    result = asyncio.run(run())
+    if args.out:
+        write_wav(args.out, result.reply_audio)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=None))
+    else:
+        _print_turns(result)
+    if not result.turns:
+        print("apace: error: no turn was heard in the input (is it speech?)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.serve import LOOPBACK_HOSTS, self_signed, serve, tls_context
+    from app.server import ServerOptions
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be 1-65535, got {args.port}")
+    if args.max_sessions < 1:
+        raise UsageError("--max-sessions must be at least 1")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    tls = None
+    try:
+        if args.tls_cert:
+            tls = tls_context(Path(args.tls_cert), Path(args.tls_key))
+        elif args.self_signed:
+            from models.locate import config_path
+
+            cert, key = self_signed(config_path().parent / "tls", args.host)
+            print(f"apace: self-signed certificate {cert}", flush=True)
+            tls = tls_context(cert, key)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    loopback = args.loopback or args.host in LOOPBACK_HOSTS
+    options = ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
+                            stun=tuple(args.stun or ()))
+    try:
+        asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
+                          loopback=loopback, tls=tls))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _print_turns(result: Any) -> None:
+    for turn in result.turns:
+        print(f"you:   {turn.transcript}")
+        print(f"apace: {turn.reply}")
+        timeline = turn.timeline.relative_ms()
+        print("       " + " · ".join(f"{k} {timeline[k]:.0f} ms" for k in METRICS if k in timeline))
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    rows = []
+    for kind, spec in SPECS.items():
+        explicit = getattr(args, {"asr": "asr_model", "llm": "llm_model", "tts": "tts_voice"}[kind])
+        try:
+            found = locate(kind, explicit)
+            rows.append((spec.title, str(found.path), f"{found.size_bytes / 1e6:.1f} MB", found.source))
+        except ModelError as error:
+            rows.append((spec.title, "MISSING", "-", str(error)))
+    if args.json:
+        print(json.dumps([dict(zip(("model", "path", "size", "source"), r, strict=True)) for r in rows]))
+    else:
+        for title, path, size, source in rows:
+            print(f"{title}\n  path:   {path}\n  size:   {size}\n  source: {source}")
+        print(f"config file: {config_path()}")
+    return 0 if all(r[1] != "MISSING" for r in rows) else 2
+
+
+def _model_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("models (default: env var, then config file, then embedded)")
+    group.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
+    group.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
+    group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
+
+
+def _engine_flags(parser: argparse.ArgumentParser) -> None:
+    _model_flags(parser)
+    group = parser.add_argument_group("engine")
+    group.add_argument("--threads", type=int, default=0, help="CPU threads per model (0: all)")
+    group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
+    group.add_argument("--llm-gpu-layers", type=int, default=0,
+                       help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
+    group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
+    group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
+                       help="silence that ends the user's turn (default %(default)s)")
+    group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
+    group.add_argument("--no-speculate", action="store_true",
+                       help="wait for the endpoint before starting the reply (slower)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="apace", description="Local real-time voice assistant.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    talk = sub.add_parser("talk", help="answer spoken questions from WAV files")
+    talk.add_argument("wav", nargs="+", help="WAV file(s), any rate/channels; one turn each")
+    talk.add_argument("--out", metavar="REPLY.wav", help="write the reply audio here")
+    talk.add_argument("--json", action="store_true", help="print one JSON object")
+    talk.add_argument("--fast", action="store_true", help="no real-time pacing")
+    _engine_flags(talk)
+    talk.set_defaults(run=_cmd_talk)
+
+    serve = sub.add_parser("serve", help="serve the talk page and WebRTC on this box")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (0.0.0.0 for a LAN edge box; needs TLS)")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--loopback", action="store_true",
+                       help="offer 127.0.0.1 as the ICE candidate (automatic on 127.0.0.1)")
+    serve.add_argument("--stun", action="append", metavar="URL",
+                       help="a STUN server, e.g. stun:stun.example.org:3478 (none by default)")
+    serve.add_argument("--tls-cert", metavar="PEM")
+    serve.add_argument("--tls-key", metavar="PEM")
+    serve.add_argument("--self-signed", action="store_true",
+                       help="serve HTTPS with a generated certificate (microphone on a LAN)")
+    serve.add_argument("--max-sessions", type=int, default=4)
+    serve.add_argument("--idle-timeout", type=float, default=30.0,
+                       help="close a session whose audio stops for this many seconds")
+    _engine_flags(serve)
+    serve.set_defaults(run=_cmd_serve)
+
+    models = sub.add_parser("models", help="list the models that will be used")
+    models.add_argument("--json", action="store_true")
+    _model_flags(models)
+    models.set_defaults(run=_cmd_models)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

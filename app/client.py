@@ -1,0 +1,158 @@
+"""A real WebRTC client for apace (aiortc): what `apace bench` and the tests talk through.
+
+It plays 16 kHz audio into the server at real-time pace as a microphone would, records
+the reply audio it receives with arrival times on its own clock, and keeps every event
+the server sends over the data channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fractions
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import av
+import numpy as np
+from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError
+
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from pipeline.timeline import now
+
+ENERGY_DBFS = -45.0
+"""Reply audio louder than this counts as audible (Opus silence sits far below)."""
+
+
+class MicTrack(MediaStreamTrack):
+    """Sends queued audio at real-time pace; silence when nothing is queued."""
+
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._queue: list[Pcm] = []
+        self._start: float | None = None
+        self._pts = 0
+        self.sent_speech_end: list[float] = []
+
+    def say(self, pcm: Pcm) -> None:
+        """Queue audio (16 kHz mono int16) to be sent from the next frame on."""
+        for start in range(0, len(pcm), FRAME_SAMPLES):
+            frame = pcm[start : start + FRAME_SAMPLES]
+            self._queue.append(np.pad(frame, (0, FRAME_SAMPLES - len(frame))))
+
+    @property
+    def idle(self) -> bool:
+        return not self._queue
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        loop = asyncio.get_running_loop()
+        if self._start is None:
+            self._start = loop.time()
+        else:
+            self._pts += FRAME_SAMPLES
+            wait = self._start + self._pts / SAMPLE_RATE - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        pcm = self._queue.pop(0) if self._queue else np.zeros(FRAME_SAMPLES, np.int16)
+        frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = SAMPLE_RATE
+        frame.pts = self._pts
+        frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
+        return frame
+
+
+@dataclass
+class Received:
+    """Reply audio as it arrived: (arrival time, dBFS) per 20 ms of audio."""
+
+    levels: list[tuple[float, float]] = field(default_factory=list)
+
+    def first_audible_after(self, t: float, threshold: float = ENERGY_DBFS) -> float | None:
+        return next((at for at, db in self.levels if at >= t and db > threshold), None)
+
+    def last_audible(self, threshold: float = ENERGY_DBFS) -> float | None:
+        return next((at for at, db in reversed(self.levels) if db > threshold), None)
+
+    def audible_between(self, start: float, end: float, threshold: float = ENERGY_DBFS) -> bool:
+        return any(start <= at < end and db > threshold for at, db in self.levels)
+
+
+class Client:
+    """One WebRTC session with an apace server. Use `async with Client(url) as client`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.mic = MicTrack()
+        self.received = Received()
+        self.events: list[dict[str, Any]] = []
+        self.new_event = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def connect(self, timeout: float = 20.0) -> None:
+        self.pc.addTrack(self.mic)
+        channel = self.pc.createDataChannel("apace")
+        channel.on("message", self._on_message)
+        self.pc.on("track", self._on_track)
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        offer = {"sdp": self.pc.localDescription.sdp, "type": "offer"}
+        async with aiohttp.ClientSession() as http, http.post(f"{self.url}/offer", json=offer) as response:
+            body = await response.json()
+            if response.status != 200:
+                raise ConnectionError(f"offer refused ({response.status}): {body.get('error')}")
+        await self.pc.setRemoteDescription(RTCSessionDescription(body["sdp"], body["type"]))
+        await self.wait_for("ready", timeout=timeout)
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio" and self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read(track))
+
+    async def _read(self, track: MediaStreamTrack) -> None:
+        with contextlib.suppress(MediaStreamError):
+            while True:
+                frame = await track.recv()
+                pcm = frame.to_ndarray().astype(np.float64) / 32768.0  # type: ignore[union-attr]
+                rms = float(np.sqrt(np.mean(pcm**2))) if pcm.size else 0.0
+                self.received.levels.append((now(), 20 * np.log10(rms) if rms > 0 else -120.0))
+
+    def _on_message(self, message: object) -> None:
+        if isinstance(message, str):
+            self.events.append({"received": now(), **json.loads(message)})
+            self.new_event.set()
+
+    async def wait_for(self, kind: str, *, after: int = 0, timeout: float = 30.0) -> dict[str, Any]:
+        """The first event of `kind` at index ≥ `after` (waits for it)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for event in self.events[after:]:
+                    if event["type"] == kind:
+                        return event
+                self.new_event.clear()
+                await self.new_event.wait()
+
+    async def say(self, pcm: Pcm) -> float:
+        """Send `pcm` and return when it has been sent; returns that time."""
+        self.mic.say(pcm)
+        while not self.mic.idle:
+            await asyncio.sleep(0.01)
+        return now()
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.wait([self._reader])
+        await self.pc.close()

@@ -1,0 +1,49 @@
+"""Building the engine from the user's choices (CLI flags, env vars, config file)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from models.load import ModelChoice, cpu_threads, load_synthesizer, load_transcriber, open_responder
+from models.locate import Located
+from pipeline.asr import AsrOptions
+from pipeline.conversation import ConversationOptions
+from pipeline.engine import ClosableResponder, Engine
+from pipeline.llm import LlmOptions
+from pipeline.tts import TtsOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    models: ModelChoice = field(default_factory=ModelChoice)
+    asr: AsrOptions = field(default_factory=AsrOptions)
+    llm: LlmOptions = field(default_factory=LlmOptions)
+    tts: TtsOptions = field(default_factory=TtsOptions)
+    conversation: ConversationOptions = field(default_factory=ConversationOptions)
+
+
+def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
+    """Locate and load every model (raises ModelError with the fix if one is unusable)."""
+    located = settings.models.resolve()
+    threads = cpu_threads(settings.models.threads)
+    started = time.perf_counter()
+    transcriber = load_transcriber(
+        located["asr"].path, settings.models.asr_device, settings.models.asr_compute_type,
+        threads, settings.asr,
+    )
+    synthesizer = load_synthesizer(located["tts"].path, settings.tts)
+    llm_path = located["llm"].path
+    llm_options = settings.llm
+
+    def open_llm() -> ClosableResponder:
+        responder = open_responder(llm_path, llm_options)
+        return ClosableResponder(responder, responder.close)
+
+    # Open one context now so that a broken GGUF fails at start-up, not at the first user.
+    open_llm().close()
+    log.info("models loaded in %.1f s", time.perf_counter() - started)
+    return Engine(transcriber, synthesizer, open_llm, settings.conversation), located

@@ -1,0 +1,163 @@
+"""`apace serve`: one aiohttp server for the page, WebRTC signaling and the dashboard.
+
+POST /offer takes the browser's SDP offer and answers it; each peer connection runs one
+conversation (app.session). Every bad request gets a 4xx with a reason in JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
+
+from app.session import Session
+from pipeline.conversation import Turn
+from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+MAX_OFFER_BYTES = 64 * 1024
+"""A real audio offer is 2-6 KB; anything far larger is refused before parsing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerOptions:
+    max_sessions: int = 4
+    idle_timeout_s: float = 30.0
+    """A session whose microphone delivers nothing for this long is closed."""
+    stun: tuple[str, ...] = ()
+    """STUN URLs; none by default (aiortc would otherwise reach for a public one)."""
+    recent_turns: int = 200
+
+
+@dataclass
+class Sessions:
+    """The live sessions and the recent turns they produced."""
+
+    engine: Engine
+    options: ServerOptions
+    live: dict[int, Session] = field(default_factory=dict)
+    turns: deque[dict[str, Any]] = field(default_factory=deque)
+
+    def record_turn(self, session: Session, turn: Turn) -> None:
+        self.turns.append({"session": session.id, "turn": turn.index,
+                           "transcript": turn.transcript, "reply": turn.reply, "heard": turn.heard,
+                           "interrupted": turn.interrupted,
+                           "timeline_ms": turn.timeline.relative_ms()})
+        while len(self.turns) > self.options.recent_turns:
+            self.turns.popleft()
+
+    def forget(self, session: Session) -> None:
+        self.live.pop(session.id, None)
+
+    async def close_all(self) -> None:
+        await asyncio.gather(*(s.close() for s in list(self.live.values())))
+
+
+def _error(status: type[web.HTTPException], reason: str) -> web.HTTPException:
+    return status(text=json.dumps({"error": reason}), content_type="application/json")
+
+
+def _too_large(size: int) -> web.HTTPException:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=MAX_OFFER_BYTES, actual_size=size, content_type="application/json",
+        text=json.dumps({"error": f"offer too large ({size} bytes; limit {MAX_OFFER_BYTES})"}),
+    )
+
+
+async def _read_offer(request: web.Request) -> RTCSessionDescription:
+    if request.content_type != "application/json":
+        raise _error(web.HTTPUnsupportedMediaType,
+                     f"send the offer as application/json, not {request.content_type!r}")
+    if request.content_length is not None and request.content_length > MAX_OFFER_BYTES:
+        raise _too_large(request.content_length)
+    body = await request.content.read(MAX_OFFER_BYTES + 1)  # chunked bodies have no length
+    if len(body) > MAX_OFFER_BYTES:
+        raise _too_large(len(body))
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise _error(web.HTTPBadRequest, "the body is not valid JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sdp"), str):
+        raise _error(web.HTTPBadRequest, "expected JSON {\"sdp\": string, \"type\": \"offer\"}")
+    if data.get("type") != "offer":
+        raise _error(web.HTTPBadRequest, f"'type' must be \"offer\", got {data.get('type')!r}")
+    if "m=audio" not in data["sdp"]:
+        raise _error(web.HTTPBadRequest, "the offer has no audio (m=audio) section")
+    return RTCSessionDescription(sdp=data["sdp"], type="offer")
+
+
+async def offer(request: web.Request) -> web.Response:
+    sessions: Sessions = request.app["sessions"]
+    description = await _read_offer(request)
+    if len(sessions.live) >= sessions.options.max_sessions:
+        raise _error(web.HTTPServiceUnavailable,
+                     f"server full: {sessions.options.max_sessions} sessions are active; "
+                     "try again later")
+    servers = [RTCIceServer(urls=url) for url in sessions.options.stun]
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
+    session = Session(pc, sessions.engine, idle_timeout=sessions.options.idle_timeout_s,
+                      on_turn=sessions.record_turn, on_closed=sessions.forget)
+    sessions.live[session.id] = session
+    try:
+        await pc.setRemoteDescription(description)
+        if session.task is None:
+            raise ValueError("no audio track could be received from the offer")
+        await pc.setLocalDescription(await pc.createAnswer())
+    except Exception as error:  # aiortc raises many types for a malformed SDP
+        await session.close()
+        raise _error(web.HTTPBadRequest, f"cannot use this SDP offer: {error}") from None
+    local = pc.localDescription
+    return web.json_response({"sdp": local.sdp, "type": local.type, "session": session.id})
+
+
+async def index(_request: web.Request) -> web.FileResponse:
+    return web.FileResponse(WEB_DIR / "index.html")
+
+
+async def dashboard(_request: web.Request) -> web.FileResponse:
+    return web.FileResponse(WEB_DIR / "dashboard.html")
+
+
+async def api_turns(request: web.Request) -> web.Response:
+    sessions: Sessions = request.app["sessions"]
+    return web.json_response({"turns": list(sessions.turns)})
+
+
+async def health(request: web.Request) -> web.Response:
+    """Liveness plus what a leak would show: sessions, asyncio tasks, threads."""
+    import threading
+
+    sessions: Sessions = request.app["sessions"]
+    return web.json_response({
+        "ok": True,
+        "sessions": len(sessions.live),
+        "tasks": len(asyncio.all_tasks()),
+        "threads": threading.active_count(),
+    })
+
+
+def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Application:
+    app = web.Application(client_max_size=MAX_OFFER_BYTES)
+    sessions = Sessions(engine, options or ServerOptions())
+    app["sessions"] = sessions
+    app.router.add_get("/", index)
+    app.router.add_get("/dashboard", dashboard)
+    app.router.add_static("/static", WEB_DIR)
+    app.router.add_post("/offer", offer)
+    app.router.add_get("/api/turns", api_turns)
+    app.router.add_get("/healthz", health)
+
+    async def on_shutdown(_app: web.Application) -> None:
+        await sessions.close_all()
+
+    app.on_shutdown.append(on_shutdown)
+    return app

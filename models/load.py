@@ -1,0 +1,82 @@
+"""Loading models once. Library errors become `ModelError`s that name the file."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.locate import Located, ModelError, locate
+from pipeline.asr import AsrOptions, WhisperTranscriber
+from pipeline.llm import LlamaResponder, LlmOptions
+from pipeline.tts import PiperSynthesizer, TtsOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelChoice:
+    """Which models to use: None means env var → config → embedded default."""
+
+    asr: str | None = None
+    llm: str | None = None
+    tts: str | None = None
+    asr_device: str = "cpu"
+    """"cpu" or "cuda" (CTranslate2)."""
+    asr_compute_type: str = "int8"
+    threads: int = 0
+    """CPU threads per model; 0 = all cores."""
+
+    def resolve(self) -> dict[str, Located]:
+        return {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
+                "tts": locate("tts", self.tts)}
+
+
+def cpu_threads(requested: int) -> int:
+    return requested if requested > 0 else max(1, os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=4)
+def load_transcriber(
+    path: Path, device: str, compute_type: str, threads: int, options: AsrOptions
+) -> WhisperTranscriber:
+    from faster_whisper import WhisperModel
+
+    try:
+        model = WhisperModel(
+            str(path), device=device, compute_type=compute_type, cpu_threads=threads
+        )
+    except (RuntimeError, ValueError, OSError) as error:
+        raise ModelError(f"cannot load the Whisper model at {path}: {error}") from None
+    return WhisperTranscriber(model, options)
+
+
+@functools.lru_cache(maxsize=4)
+def load_synthesizer(path: Path, options: TtsOptions, use_cuda: bool = False) -> PiperSynthesizer:
+    from piper import PiperVoice
+
+    try:
+        voice = PiperVoice.load(path, use_cuda=use_cuda)
+    except Exception as error:  # onnxruntime raises its own exception types
+        raise ModelError(f"cannot load the Piper voice at {path}: {error}") from None
+    return PiperSynthesizer(voice, voice_id=path.stem, options=options)
+
+
+def open_responder(path: Path, options: LlmOptions) -> LlamaResponder:
+    """A new llama context (weights are memory-mapped, so shared between contexts)."""
+    from llama_cpp import Llama
+
+    try:
+        llama = Llama(
+            str(path),
+            n_ctx=options.n_ctx,
+            n_threads=options.threads,
+            n_threads_batch=options.threads,
+            n_gpu_layers=options.gpu_layers,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError) as error:
+        raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
+    return LlamaResponder(llama, model_id=path.name, options=options)

@@ -1,0 +1,1 @@
+"""apace's streaming pipeline: VAD → ASR → turns → LLM → clauses → TTS, one audio format."""

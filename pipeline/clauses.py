@@ -1,0 +1,116 @@
+"""Clause splitter: the first speakable clause as early as possible, then sentences.
+
+Piper's first audio chunk costs time in proportion to the text it is given, so the first
+clause of a reply is cut at the first comma-like break once it has a few words; after that
+the text is cut at sentence ends (longer units sound more natural), with a length cap.
+Pure, synchronous, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pipeline.events import Clause
+
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)")
+_CLAUSE_BREAK = re.compile(r"[,;:—–]+(?=\s)|\s-\s")
+# Abbreviations whose period does not end a sentence.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e approx no fig inc ltd co".split()
+)
+_MARKUP = re.compile(r"[*_#`~]+")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](url): the text is spoken, not the url
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClauseOptions:
+    first_clause_min_words: int = 3
+    """The first clause is cut at a comma-like break once it has this many words."""
+    max_words: int = 30
+    """A sentence longer than this is cut at its next comma-like break anyway."""
+
+
+class ClauseSplitter:
+    """Feed reply text as it streams; take clauses as soon as they are complete."""
+
+    def __init__(self, options: ClauseOptions | None = None) -> None:
+        self.options = options or ClauseOptions()
+        self._buffer = ""
+        self._index = 0
+
+    def feed(self, text: str) -> list[Clause]:
+        """Add streamed text; returns the clauses it completed."""
+        self._buffer += text
+        out = []
+        while (clause := self._take()) is not None:
+            out.append(clause)
+        return out
+
+    def flush(self) -> list[Clause]:
+        """The reply is complete: whatever text remains is the last clause."""
+        rest, self._buffer = self._buffer, ""
+        return self._emit(rest, ends_sentence=True)
+
+    def _take(self) -> Clause | None:
+        cut = self._sentence_cut()
+        ends_sentence = cut is not None
+        if cut is None and (self._index == 0 or self._too_long()):
+            cut = self._clause_cut()
+        if cut is None:
+            return None
+        head, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        emitted = self._emit(head, ends_sentence=ends_sentence)
+        return emitted[0] if emitted else self._take()
+
+    def _sentence_cut(self) -> int | None:
+        for match in _SENTENCE_END.finditer(self._buffer):
+            word = self._buffer[: match.start()].rsplit(maxsplit=1)[-1:] or [""]
+            if word[0].lower().rstrip(".") in _ABBREVIATIONS or _is_number_dot(match, self._buffer):
+                continue
+            return match.end()
+        return None
+
+    def _clause_cut(self) -> int | None:
+        minimum = self.options.first_clause_min_words if self._index == 0 else 3
+        for match in _CLAUSE_BREAK.finditer(self._buffer):
+            if len(self._buffer[: match.start()].split()) >= minimum:
+                return match.end()
+        return None
+
+    def _too_long(self) -> bool:
+        return len(self._buffer.split()) > self.options.max_words
+
+    def _emit(self, text: str, *, ends_sentence: bool) -> list[Clause]:
+        spoken = speakable(text)
+        if not spoken:
+            return []
+        clause = Clause(spoken, self._index, ends_sentence)
+        self._index += 1
+        return [clause]
+
+
+def split_clauses(deltas: Iterable[str], options: ClauseOptions | None = None) -> Iterator[Clause]:
+    """All clauses of a stream of text pieces (convenience for tests and tools)."""
+    splitter = ClauseSplitter(options)
+    for delta in deltas:
+        yield from splitter.feed(delta)
+    yield from splitter.flush()
+
+
+def speakable(text: str) -> str:
+    """Text as it should be spoken: markdown and emoji removed, whitespace folded."""
+    text = _MARKUP.sub(" ", _LINK.sub(r"\1", text))
+    text = "".join(ch for ch in text if ord(ch) < 0x2500 or ch in "—–…")
+    if not any(ch.isalnum() for ch in text):
+        return ""
+    return " ".join(text.split())
+
+
+def _is_number_dot(match: re.Match[str], text: str) -> bool:
+    """'3.' in '3.5' never reaches here (needs whitespace after); '1. ' in a list does."""
+    start = match.start()
+    return match.group() == "." and start > 0 and text[start - 1].isdigit() and (
+        start < 2 or not text[start - 2].isalnum()
+    )

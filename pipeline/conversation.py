@@ -1,0 +1,203 @@
+"""One conversation: the user's audio frames in, the assistant's audio frames out.
+
+    frame ─► Endpointer ─► SilenceOnset ─► Reply (speculative: ASR → LLM → TTS into a buffer)
+                        ├► SpeechResumed ─► cancel the speculative reply, count the waste
+                        ├► Endpoint ─────► commit it: its audio goes to the Speaker now
+                        └► sustained speech while the assistant talks ─► barge-in
+
+The transport pops the Speaker's frames at its own pace. History keeps what was heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
+from pipeline.llm import Message
+from pipeline.reply import Emit, Models, Reply
+from pipeline.speaker import Speaker
+from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
+from pipeline.vad import Endpointer, VadOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationOptions:
+    vad: VadOptions = field(default_factory=VadOptions)
+    speculate: bool = True
+    """Start the reply at silence onset and play it at the endpoint (DESIGN.md lever 1)."""
+    barge_in_ms: int = 300
+    """Voiced audio needed to interrupt the assistant: a cough or echo is shorter."""
+
+
+@dataclass
+class SpeculationStats:
+    started: int = 0
+    committed: int = 0
+    cancelled: int = 0
+    wasted_tokens: int = 0
+    wasted_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A finished exchange, as reported to the CLI, the page and the dashboard."""
+
+    index: int
+    transcript: str
+    reply: str
+    heard: str
+    interrupted: bool
+    timeline: Timeline
+
+
+def _ignore(_kind: str, _data: dict[str, Any]) -> None:
+    pass
+
+
+class Conversation:
+    def __init__(
+        self,
+        models: Models,
+        speaker: Speaker,
+        options: ConversationOptions | None = None,
+        emit: Emit = _ignore,
+        on_turn: Callable[[Turn], None] | None = None,
+    ) -> None:
+        self.models = models
+        self.speaker = speaker
+        self.options = options or ConversationOptions()
+        self.endpointer = Endpointer(self.options.vad)
+        self.emit = emit
+        self.on_turn = on_turn
+        self.history: list[Message] = []
+        self.turns: list[Turn] = []
+        self.speculation = SpeculationStats()
+        self.barge_ins = 0
+        self._reply: Reply | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._group: asyncio.TaskGroup | None = None
+
+    @property
+    def busy(self) -> bool:
+        """True while a reply is being prepared or played."""
+        return self._task is not None and not self._task.done()
+
+    async def run(self, frames: AsyncIterator[AudioFrame]) -> None:
+        """Consume the user's frames until they end. Cancel-safe: all reply work stops."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                async for frame in frames:
+                    self.push(frame)
+                self._cancel_reply(reason="input ended")
+        finally:
+            self._group = None
+            self._cancel_reply(reason="conversation closed")
+
+    def push(self, frame: AudioFrame) -> None:
+        """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
+        for event in self.endpointer.push(frame):
+            if isinstance(event, SpeechStarted):
+                self.emit("speech_started", {})
+            elif isinstance(event, SilenceOnset) and self.options.speculate:
+                self._start_reply(event.audio, event.speech_end, speculative=True)
+            elif isinstance(event, SpeechResumed):
+                self._cancel_speculation()
+            elif isinstance(event, Endpoint):
+                self._on_endpoint(event)
+        self._check_barge_in()
+
+    def _on_endpoint(self, event: Endpoint) -> None:
+        reply = self._reply
+        if reply is not None and reply.speculative and self.busy:
+            reply.timeline.stamp(ENDPOINT, event.t)
+            reply.commit()
+            self.speculation.committed += 1
+            return
+        if self.busy:
+            return  # a short sound while the assistant talks: not a turn of its own
+        self._start_reply(event.audio, event.speech_end, speculative=False)
+        if self._reply is not None:
+            self._reply.timeline.stamp(ENDPOINT, event.t)
+
+    def _start_reply(self, audio: Any, speech_end: float, *, speculative: bool) -> None:
+        if self.busy or self._group is None:
+            return
+        timeline = Timeline(turn=len(self.turns) + 1)
+        timeline.stamp(SPEECH_END, speech_end)
+        reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
+                      self.emit, speculative=speculative)
+        if speculative:
+            self.speculation.started += 1
+        else:
+            reply.commit()
+        self._reply = reply
+        self._task = self._group.create_task(self._run_reply(reply))
+
+    async def _run_reply(self, reply: Reply) -> None:
+        try:
+            await reply.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # one failed turn must not end the conversation
+            log.exception("reply failed")
+            self.emit("error", {"message": f"reply failed: {error}"})
+            self.speaker.clear()
+            return
+        if reply.transcript:
+            self._finish(reply, interrupted=False)
+
+    def _cancel_speculation(self) -> None:
+        reply = self._reply
+        if reply is None or not reply.speculative or not self.busy:
+            return
+        self.speculation.cancelled += 1
+        self.speculation.wasted_tokens += reply.tokens
+        self.speculation.wasted_ms += (now() - reply.started) * 1000
+        self._cancel_reply(reason="user resumed")
+
+    def _check_barge_in(self) -> None:
+        reply = self._reply
+        if (
+            reply is None
+            or reply.speculative
+            or not self.busy
+            or not self.endpointer.speaking
+            or self.endpointer.voiced_ms < self.options.barge_in_ms
+        ):
+            return
+        self.barge_ins += 1
+        dropped = self.speaker.clear()
+        self._cancel_reply(reason="barge-in")
+        self.emit("barge_in", {"dropped_ms": dropped * 20})
+        if reply.transcript:
+            self._finish(reply, interrupted=True)
+
+    def _cancel_reply(self, *, reason: str) -> None:
+        if self._task is not None and not self._task.done():
+            log.debug("cancelling reply: %s", reason)
+            self._task.cancel()
+        self._task = None
+        self._reply = None
+
+    def _finish(self, reply: Reply, *, interrupted: bool) -> None:
+        heard = reply.played_text if interrupted else reply.text.strip()
+        self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
+        turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
+                    interrupted, reply.timeline)
+        self.turns.append(turn)
+        self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
+                           "reply": turn.reply, "heard": heard, "interrupted": interrupted,
+                           "timeline_ms": reply.timeline.relative_ms()})
+        if self.on_turn is not None:
+            self.on_turn(turn)
+        if self._reply is reply:
+            self._reply = None
+
+

@@ -1,0 +1,82 @@
+"""The engine: models loaded once per process, a conversation opened per user.
+
+ASR and TTS models are shared by all conversations (one worker thread each); every
+conversation gets its own llama context and worker, because the KV prefix it keeps is
+that conversation's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.asr import Transcriber
+from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.events import SAMPLE_RATE
+from pipeline.llm import Responder
+from pipeline.reply import Emit, Models
+from pipeline.speaker import Speaker
+from pipeline.tts import Synthesizer
+from pipeline.workers import ModelWorker, Priority
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClosableResponder:
+    responder: Responder
+    close: Callable[[], None]
+
+
+class Engine:
+    """Shared models and workers. Create once; `open()` a conversation per user."""
+
+    def __init__(
+        self,
+        transcriber: Transcriber,
+        synthesizer: Synthesizer,
+        open_responder: Callable[[], ClosableResponder],
+        options: ConversationOptions | None = None,
+    ) -> None:
+        self.transcriber = transcriber
+        self.synthesizer = synthesizer
+        self.open_responder = open_responder
+        self.options = options or ConversationOptions()
+        self.asr_worker = ModelWorker("asr")
+        self.tts_worker = ModelWorker("tts")
+
+    async def warm(self) -> None:
+        """Exercise ASR and TTS once so that no user pays for first-call set-up."""
+        noise = (np.random.default_rng(0).standard_normal(SAMPLE_RATE) * 300).astype(np.int16)
+        await self.asr_worker.run(self.transcriber.transcribe, noise, priority=Priority.BACKGROUND)
+        await self.tts_worker.run(
+            lambda: list(self.synthesizer.synthesize("Hello there.")), priority=Priority.BACKGROUND
+        )
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, speaker: Speaker, emit: Emit | None = None, **kwargs: object
+    ) -> AsyncIterator[Conversation]:
+        """A conversation with its own llama context, warmed; closed on exit."""
+        llm_worker = ModelWorker("llm")
+        opened: ClosableResponder | None = None
+        try:
+            opened = await llm_worker.run(self.open_responder)
+            await llm_worker.run(opened.responder.warm, [])
+            models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
+                            self.synthesizer, self.tts_worker)
+            extra = {"emit": emit} if emit is not None else {}
+            yield Conversation(models, speaker, self.options, **extra, **kwargs)  # type: ignore[arg-type]
+        finally:
+            if opened is not None:
+                await asyncio.shield(llm_worker.run(opened.close))
+            await asyncio.to_thread(llm_worker.close)
+
+    def close(self) -> None:
+        self.asr_worker.close()
+        self.tts_worker.close()

@@ -1,0 +1,171 @@
+"""One reply attempt: utterance audio → transcript → LLM → clauses → TTS → speaker.
+
+A reply starts *speculative* at silence onset: it transcribes, thinks and synthesizes into
+a buffer but plays nothing. `commit()` at the endpoint releases its audio to the speaker;
+cancelling it (the user resumed, or barged in) stops its model work at the next item.
+The LLM and TTS run concurrently: clause 2 is generated while clause 1 is synthesized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.asr import Transcriber
+from pipeline.clauses import ClauseSplitter
+from pipeline.events import SAMPLE_RATE, Clause, Pcm
+from pipeline.llm import Message, Responder
+from pipeline.speaker import Speaker
+from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
+from pipeline.tts import Synthesizer
+from pipeline.workers import ModelWorker, Priority
+
+Emit = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Models:
+    """The model calls a reply needs, each with the worker that runs it."""
+
+    transcriber: Transcriber
+    asr_worker: ModelWorker
+    responder: Responder
+    llm_worker: ModelWorker
+    synthesizer: Synthesizer
+    tts_worker: ModelWorker
+
+
+@dataclass
+class _Spoken:
+    clause: Clause
+    samples: int = 0
+    played: int = 0
+    done: bool = False
+
+
+@dataclass
+class Reply:
+    models: Models
+    speaker: Speaker
+    history: Sequence[Message]
+    audio: Pcm
+    timeline: Timeline
+    emit: Emit
+    speculative: bool
+    transcript: str | None = None
+    text: str = ""
+    tokens: int = 0
+    started: float = field(default_factory=now)
+    committed: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    _spoken: list[_Spoken] = field(default_factory=list)
+    _generated_all: bool = False
+    _sentence_sent: bool = False
+
+    def commit(self) -> None:
+        """The user's turn is over: this reply may play."""
+        self.speculative = False
+        self.committed.set()
+
+    @property
+    def priority(self) -> Priority:
+        return Priority.SPECULATIVE if self.speculative else Priority.CONFIRMED
+
+    @property
+    def played_text(self) -> str:
+        """What the user actually heard: whole clauses, then the heard share of the next."""
+        words: list[str] = []
+        for spoken in self._spoken:
+            clause_words = spoken.clause.text.split()
+            if spoken.done and spoken.played >= spoken.samples:
+                words += clause_words
+                continue
+            if spoken.samples:
+                words += clause_words[: int(len(clause_words) * spoken.played / spoken.samples)]
+            break
+        return " ".join(words)
+
+    @property
+    def played_s(self) -> float:
+        return sum(s.played for s in self._spoken) / SAMPLE_RATE
+
+    async def run(self) -> None:
+        """Transcribe, think, speak; returns when the reply has played out.
+
+        Cancel-safe: cancelling stops the model work at its next item; queued audio stays
+        in the speaker for the caller to clear.
+        """
+        models = self.models
+        self.transcript = await models.asr_worker.run(
+            models.transcriber.transcribe, self.audio, priority=self.priority
+        )
+        self.timeline.stamp(ASR_FINAL)
+        if not self.transcript:
+            return
+        self.emit("transcript", {"text": self.transcript, "final": True})
+        clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._think(clauses))
+            group.create_task(self._speak(clauses))
+        await self.finished.wait()
+
+    async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        splitter = ClauseSplitter()
+        stream = self.models.llm_worker.stream(
+            self.models.responder.reply, self.history, self.transcript, priority=self.priority
+        )
+        try:
+            async with contextlib.aclosing(stream):
+                async for piece in stream:
+                    self.timeline.stamp(TTFT)
+                    self.tokens += 1
+                    self.text += piece
+                    self.emit("reply_delta", {"text": piece})
+                    for clause in splitter.feed(piece):
+                        self.timeline.stamp(FIRST_CLAUSE)
+                        clauses.put_nowait(clause)
+            for clause in splitter.flush():
+                self.timeline.stamp(FIRST_CLAUSE)
+                clauses.put_nowait(clause)
+        finally:
+            clauses.put_nowait(None)
+
+    async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        while (clause := await clauses.get()) is not None:
+            spoken = _Spoken(clause)
+            self._spoken.append(spoken)
+            stream = self.models.tts_worker.stream(
+                self.models.synthesizer.synthesize, clause.text, priority=self.priority
+            )
+            async with contextlib.aclosing(stream):
+                async for pcm in stream:
+                    await self.committed.wait()
+                    spoken.samples += len(pcm)
+                    self.speaker.push(pcm, self._on_played(spoken))
+            spoken.done = True
+            if clause.ends_sentence:
+                self._sentence_sent = True
+                self._stamp_ttua()
+        self._generated_all = True
+        self._check_finished()
+
+    def _on_played(self, spoken: _Spoken) -> Callable[[int], None]:
+        def played(samples: int) -> None:
+            self.timeline.stamp(TTFA_SERVER)
+            self._stamp_ttua()
+            spoken.played += samples
+            self._check_finished()
+
+        return played
+
+    def _stamp_ttua(self) -> None:
+        # A usable answer: a whole sentence handed to the transport, and playback begun.
+        if self._sentence_sent and self.timeline.has(TTFA_SERVER):
+            self.timeline.stamp(TTUA)
+
+    def _check_finished(self) -> None:
+        if self._generated_all and all(s.played >= s.samples for s in self._spoken):
+            self.finished.set()

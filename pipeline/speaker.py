@@ -1,0 +1,52 @@
+"""The outbound audio queue: reply audio waits here in 20 ms frames for the transport.
+
+The transport (a WebRTC track, or a file writer in `apace talk`) pops one frame per 20 ms
+and sends silence when the queue is empty. `clear()` drops everything queued at once
+(barge-in). Each frame can carry a callback run when the frame is popped — the moment its
+audio leaves the server — which is how replies learn what was actually played.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from pipeline.events import FRAME_SAMPLES, Pcm
+
+OnPlayed = Callable[[int], None]
+"""Called with the number of real (not padding) samples in the frame that left."""
+
+
+class Speaker:
+    def __init__(self) -> None:
+        self._frames: deque[tuple[Pcm, int, OnPlayed | None]] = deque()
+
+    def push(self, pcm: Pcm, on_played: OnPlayed | None = None) -> None:
+        """Queue audio; a trailing part under 20 ms is padded with silence."""
+        for start in range(0, len(pcm), FRAME_SAMPLES):
+            frame = pcm[start : start + FRAME_SAMPLES]
+            real = len(frame)
+            if real < FRAME_SAMPLES:
+                frame = np.concatenate([frame, np.zeros(FRAME_SAMPLES - real, np.int16)])
+            self._frames.append((frame, real, on_played))
+
+    def pop(self) -> Pcm | None:
+        """The next frame to send, or None when there is nothing to say."""
+        if not self._frames:
+            return None
+        frame, real, on_played = self._frames.popleft()
+        if on_played is not None:
+            on_played(real)
+        return frame
+
+    def clear(self) -> int:
+        """Drop all queued audio now; returns how many frames were dropped."""
+        dropped = len(self._frames)
+        self._frames.clear()
+        return dropped
+
+    @property
+    def queued_frames(self) -> int:
+        return len(self._frames)

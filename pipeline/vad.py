@@ -1,0 +1,177 @@
+"""Endpointer: webrtcvad per 20 ms frame, then a small state machine.
+
+    idle ──(start_ms of voice in a short window)──► speaking ──(onset_ms silent)──► pausing
+    pausing ──(resume_ms of voice)──► speaking       pausing ──(endpoint silence)──► idle
+
+`SilenceOnset` is tentative (the reply may be prepared but not played); `Endpoint` is final.
+The state machine is plain synchronous code: feed it frames and a voiced/unvoiced verdict.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from pipeline.events import (
+    FRAME_MS,
+    SAMPLE_RATE,
+    AudioFrame,
+    Endpoint,
+    Pcm,
+    SilenceOnset,
+    SpeechResumed,
+    SpeechStarted,
+    VadEvent,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VadOptions:
+    """How the endpointer decides. All durations in milliseconds."""
+
+    aggressiveness: int = 2
+    """webrtcvad mode 0-3: higher rejects more non-speech (and some soft speech)."""
+    start_ms: int = 100
+    """Voiced audio within `start_window_ms` that counts as the start of speech."""
+    start_window_ms: int = 200
+    pre_roll_ms: int = 300
+    """Audio kept from before the detected start, so the first syllable is not clipped."""
+    onset_ms: int = 120
+    """Silence after speech that raises a tentative `SilenceOnset` (speculation starts)."""
+    endpoint_ms: int = 500
+    """Silence after speech that ends the turn (the hangover). Adjustable per turn."""
+    resume_ms: int = 60
+    """Voiced audio after an onset that counts as the user speaking again."""
+    max_utterance_s: float = 30.0
+    """An utterance this long is ended even without a pause."""
+
+    def __post_init__(self) -> None:
+        if self.aggressiveness not in (0, 1, 2, 3):
+            raise ValueError(f"vad aggressiveness must be 0-3, got {self.aggressiveness}")
+        for name in ("start_ms", "start_window_ms", "onset_ms", "endpoint_ms", "resume_ms"):
+            value = getattr(self, name)
+            if value < FRAME_MS or value % FRAME_MS:
+                raise ValueError(f"vad {name} must be a positive multiple of {FRAME_MS} ms")
+        if self.start_ms > self.start_window_ms:
+            raise ValueError("vad start_ms cannot exceed start_window_ms")
+        if self.onset_ms >= self.endpoint_ms:
+            raise ValueError("vad onset_ms must be shorter than endpoint_ms")
+
+
+class _State(Enum):
+    IDLE = "idle"
+    SPEAKING = "speaking"
+    PAUSING = "pausing"
+
+
+class Endpointer:
+    """Turns 20 ms frames into speech events. Not thread-safe; cheap enough for the loop."""
+
+    def __init__(
+        self, options: VadOptions | None = None, classify: Callable[[Pcm], bool] | None = None
+    ) -> None:
+        self.options = options or VadOptions()
+        self._classify = classify or webrtc_classifier(self.options.aggressiveness)
+        self.endpoint_ms = self.options.endpoint_ms
+        self._window: deque[tuple[AudioFrame, bool]] = deque(
+            maxlen=max(self.options.pre_roll_ms, self.options.start_window_ms) // FRAME_MS
+        )
+        self._reset()
+
+    @property
+    def speaking(self) -> bool:
+        """True from speech start until the endpoint (pauses included)."""
+        return self._state is not _State.IDLE
+
+    @property
+    def voiced_ms(self) -> int:
+        """Voiced audio in the current utterance so far (for sustained-speech checks)."""
+        return self._voiced_frames * FRAME_MS
+
+    def push(self, frame: AudioFrame) -> list[VadEvent]:
+        """Classify one frame and advance; returns the events it caused (usually none)."""
+        return self.advance(frame, self._classify(frame.pcm))
+
+    def advance(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
+        """Advance the state machine with a frame already classified."""
+        if self._state is _State.IDLE:
+            return self._idle(frame, voiced)
+        self._utterance.append(frame.pcm)
+        if voiced:
+            self._voiced_frames += 1
+        events: list[VadEvent] = []
+        if self._state is _State.SPEAKING:
+            if voiced:
+                self._last_voiced = frame.t
+                self._silent_ms = 0
+            else:
+                self._silent_ms += FRAME_MS
+                if self._silent_ms >= self.options.onset_ms:
+                    self._state = _State.PAUSING
+                    self._resume_frames = 0
+                    events.append(SilenceOnset(frame.t, self._last_voiced, self._audio()))
+        else:  # PAUSING: a blip of voice does not end the pause; sustained voice does.
+            self._silent_ms += FRAME_MS
+            # Consecutive voiced frames only: scattered clicks must not add up to a resume.
+            self._resume_frames = self._resume_frames + 1 if voiced else 0
+            if voiced:
+                if self._resume_frames * FRAME_MS >= self.options.resume_ms:
+                    self._state = _State.SPEAKING
+                    self._last_voiced = frame.t
+                    self._silent_ms = 0
+                    events.append(SpeechResumed(frame.t))
+        if self._state is _State.PAUSING and self._silent_ms >= self.endpoint_ms:
+            events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
+            self._reset()
+        elif self._state is not _State.IDLE and self._too_long():
+            events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
+            self._reset()
+        return events
+
+    def _idle(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
+        self._window.append((frame, voiced))
+        window = list(self._window)[-(self.options.start_window_ms // FRAME_MS) :]
+        if sum(v for _, v in window) * FRAME_MS < self.options.start_ms:
+            return []
+        first_voiced = next(f for f, v in window if v)
+        pre_roll = list(self._window)[-(self.options.pre_roll_ms // FRAME_MS) :]
+        self._utterance = [f.pcm for f, _ in pre_roll]
+        self._voiced_frames = sum(v for _, v in window)
+        self._started = first_voiced.t - FRAME_MS / 1000
+        self._last_voiced = frame.t if voiced else first_voiced.t
+        self._silent_ms = 0
+        self._state = _State.SPEAKING
+        self._window.clear()
+        return [SpeechStarted(self._started)]
+
+    def _too_long(self) -> bool:
+        return len(self._utterance) * FRAME_MS / 1000 >= self.options.max_utterance_s
+
+    def _audio(self) -> Pcm:
+        return np.concatenate(self._utterance) if self._utterance else np.zeros(0, np.int16)
+
+    def _reset(self) -> None:
+        self._state = _State.IDLE
+        self._utterance: list[Pcm] = []
+        self._voiced_frames = 0
+        self._resume_frames = 0
+        self._silent_ms = 0
+        self._started = 0.0
+        self._last_voiced = 0.0
+        self.endpoint_ms = self.options.endpoint_ms
+
+
+def webrtc_classifier(aggressiveness: int) -> Callable[[Pcm], bool]:
+    """webrtcvad's verdict for one 20 ms frame of 16 kHz int16 audio."""
+    import webrtcvad
+
+    vad = webrtcvad.Vad(aggressiveness)
+
+    def classify(pcm: Pcm) -> bool:
+        return bool(vad.is_speech(pcm.tobytes(), SAMPLE_RATE))
+
+    return classify

@@ -1,0 +1,162 @@
+"""Model workers: blocking model calls run in a dedicated thread, never on the event loop.
+
+One worker owns one model (or one llama context, which is not reentrant). Jobs queue by
+priority — confirmed turns before speculative work — and a generator is consumed *inside*
+the worker thread, its items handed back to the loop one by one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Generic, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Priority(IntEnum):
+    CONFIRMED = 0
+    SPECULATIVE = 1
+    BACKGROUND = 2
+
+
+@dataclass(order=True)
+class _Job(Generic[T]):
+    priority: int
+    seq: int
+    run: Callable[[threading.Event], None] = field(compare=False)
+    cancelled: threading.Event = field(compare=False, default_factory=threading.Event)
+
+
+_STOP = _Job[Any](priority=1 << 30, seq=1 << 62, run=lambda _c: None)
+_DONE = object()
+
+
+class ModelWorker:
+    """A thread that runs one model's jobs in priority order."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.PriorityQueue[_Job[Any]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._thread = threading.Thread(target=self._loop, name=f"apace-{name}", daemon=True)
+        self._thread.start()
+        self.busy_s = 0.0
+
+    async def run(
+        self, fn: Callable[..., T], *args: Any, priority: Priority = Priority.CONFIRMED
+    ) -> T:
+        """Run `fn(*args)` in the worker; await its result.
+
+        Cancel-safe: a job not yet started is skipped; one already running finishes in its
+        thread (C code cannot be interrupted) and its result is dropped.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def run(cancelled: threading.Event) -> None:
+            if cancelled.is_set():
+                return
+            try:
+                result = fn(*args)
+            except BaseException as error:  # handed to the awaiting task, not swallowed
+                loop.call_soon_threadsafe(_settle, future, None, error)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+
+        job = self._submit(run, priority)
+        try:
+            return await future
+        finally:
+            job.cancelled.set()
+
+    async def stream(
+        self,
+        make: Callable[..., Iterator[T]],
+        *args: Any,
+        priority: Priority = Priority.CONFIRMED,
+    ) -> AsyncIterator[T]:
+        """Iterate `make(*args)` inside the worker; yields its items on the loop.
+
+        Cancel-safe: closing or cancelling the async iterator stops the generator at its
+        next item (it is closed in the worker thread, where it runs).
+        """
+        loop = asyncio.get_running_loop()
+        items: asyncio.Queue[Any] = asyncio.Queue()
+
+        def run(cancelled: threading.Event) -> None:
+            if cancelled.is_set():
+                return
+            generator = make(*args)
+            try:
+                for item in generator:
+                    loop.call_soon_threadsafe(items.put_nowait, item)
+                    if cancelled.is_set():
+                        break
+            except BaseException as error:
+                loop.call_soon_threadsafe(items.put_nowait, _Failure(error))
+            finally:
+                if hasattr(generator, "close"):
+                    generator.close()
+                loop.call_soon_threadsafe(items.put_nowait, _DONE)
+
+        job = self._submit(run, priority)
+        try:
+            while (item := await items.get()) is not _DONE:
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            job.cancelled.set()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread after the job in hand; queued jobs are dropped."""
+        while True:
+            try:
+                self._jobs.get_nowait().cancelled.set()
+            except queue.Empty:
+                break
+        self._jobs.put(_STOP)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _submit(self, run: Callable[[threading.Event], None], priority: Priority) -> _Job[Any]:
+        job = _Job[Any](priority=int(priority), seq=next(self._seq), run=run)
+        self._jobs.put(job)
+        return job
+
+    def _loop(self) -> None:
+        import time
+
+        while (job := self._jobs.get()) is not _STOP:
+            started = time.perf_counter()
+            try:
+                job.run(job.cancelled)
+            except BaseException:  # a job's own errors go to its awaiter; this is a bug
+                log.exception("worker %s: job crashed", self.name)
+            self.busy_s += time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: BaseException
+
+
+def _settle(future: asyncio.Future[T], result: T | None, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]

@@ -1,0 +1,236 @@
+"""Scripted stand-ins for the models and the user, for unit tests (no real models).
+
+The fakes follow the `Transcriber`, `Responder` and `Synthesizer` protocols and record
+what they were asked and which thread ran them. `Mic` plays the user: it feeds the
+conversation one 20 ms frame at a time and plays the speaker's output, faster than real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+
+import numpy as np
+
+from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm
+from pipeline.llm import Message
+from pipeline.reply import Models
+from pipeline.speaker import Speaker
+from pipeline.timeline import now
+from pipeline.vad import Endpointer, VadOptions
+from pipeline.workers import ModelWorker
+
+VOICE = np.full(FRAME_SAMPLES, 3000, np.int16)
+"""A frame the test classifier calls speech (any non-zero sample)."""
+SILENCE = np.zeros(FRAME_SAMPLES, np.int16)
+SAMPLES_PER_WORD = 5 * FRAME_SAMPLES
+"""The fake voice speaks each word in exactly 100 ms (five frames)."""
+
+
+def any_sound(pcm: Pcm) -> bool:
+    """Classifier for tests: a frame with any non-zero sample is speech."""
+    return bool(pcm.any())
+
+
+class FakeTranscriber:
+    """Returns scripted transcripts in turn (the last one repeats); an Exception is raised."""
+
+    def __init__(self, *texts: str | Exception, delay_s: float = 0.0) -> None:
+        self.texts = list(texts) or ["hello"]
+        self.delay_s = delay_s
+        self.calls: list[int] = []  # samples of audio per call
+        self.threads: list[str] = []
+
+    def transcribe(self, pcm: Pcm) -> str:
+        self.threads.append(threading.current_thread().name)
+        self.calls.append(len(pcm))
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        text = self.texts[min(len(self.calls), len(self.texts)) - 1]
+        if isinstance(text, Exception):
+            raise text
+        return text
+
+
+class FakeResponder:
+    """Streams a canned reply piece by piece, optionally slowly; records how it ended."""
+
+    model_id = "fake-llm"
+
+    def __init__(self, pieces: Sequence[str], delay_s: float = 0.0) -> None:
+        self.pieces = list(pieces)
+        self.delay_s = delay_s
+        self.histories: list[list[Message]] = []
+        self.users: list[str] = []
+        self.threads: list[str] = []
+        self.produced = 0
+        self.started = threading.Event()
+        self.stopped_early = threading.Event()
+        """Set when a reply generator was closed before its last piece (GeneratorExit)."""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def reply(self, history: Sequence[Message], user: str) -> Iterator[str]:
+        self.histories.append(list(history))
+        self.users.append(user)
+        self.threads.append(threading.current_thread().name)
+        self.started.set()
+        try:
+            for piece in self.pieces:
+                if self.delay_s:
+                    time.sleep(self.delay_s)
+                self.produced += 1
+                yield piece
+        except GeneratorExit:
+            self.stopped_early.set()
+            raise
+
+    def warm(self, history: Sequence[Message]) -> None:
+        pass
+
+
+class FakeSynthesizer:
+    """Speaks every word as 100 ms of a constant non-zero tone, one chunk per word."""
+
+    voice_id = "fake-voice"
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.texts: list[str] = []  # clauses asked for
+        self.finished: list[str] = []  # clauses fully synthesized
+        self.threads: list[str] = []
+
+    def synthesize(self, text: str) -> Iterator[Pcm]:
+        self.texts.append(text)
+        self.threads.append(threading.current_thread().name)
+        for _ in text.split():
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            yield np.full(SAMPLES_PER_WORD, 1000, np.int16)
+        self.finished.append(text)
+
+
+class Workers:
+    """Creates model workers and closes every one of them at the end of a test."""
+
+    def __init__(self) -> None:
+        self.all: list[ModelWorker] = []
+
+    def __call__(self, name: str) -> ModelWorker:
+        worker = ModelWorker(name)
+        self.all.append(worker)
+        return worker
+
+    def models(
+        self,
+        transcriber: FakeTranscriber,
+        responder: FakeResponder,
+        synthesizer: FakeSynthesizer,
+    ) -> Models:
+        return Models(transcriber, self("asr"), responder, self("llm"), synthesizer, self("tts"))
+
+    def close(self) -> None:
+        for worker in self.all:
+            worker.close()
+
+
+TEST_VAD = VadOptions(
+    start_ms=40, start_window_ms=60, pre_roll_ms=60, onset_ms=60, endpoint_ms=200, resume_ms=40
+)
+"""Short timings: speech starts on 2 voiced frames, onset after 3 silent, endpoint after 10."""
+ONSET_FRAMES = TEST_VAD.onset_ms // 20
+ENDPOINT_FRAMES = TEST_VAD.endpoint_ms // 20
+
+
+def conversation(
+    models: Models, speaker: Speaker, *, speculate: bool = True, barge_in_ms: int = 200
+) -> tuple[Conversation, list[tuple[str, dict[str, object]]]]:
+    """A conversation whose endpointer calls any non-zero frame speech, and its events."""
+    events: list[tuple[str, dict[str, object]]] = []
+    options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms)
+    conv = Conversation(models, speaker, options, emit=lambda kind, data: events.append((kind, data)))
+    conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)
+    return conv, events
+
+
+async def until(condition: Callable[[], bool], timeout: float = 3.0, what: str = "") -> None:
+    """Wait (on the loop) until `condition()` holds; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await asyncio.sleep(0.002)
+
+
+class Mic:
+    """The user's side of a conversation run by `Conversation.run`.
+
+    `send` returns only once the conversation has handled the frame, so a test can assert
+    on the state right after any frame. `play` pops the speaker like a transport would.
+    """
+
+    def __init__(self, conv: Conversation) -> None:
+        self.conv = conv
+        self._queue: asyncio.Queue[AudioFrame | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.played_samples = 0  # samples popped from the speaker (padding included)
+
+    async def __aenter__(self) -> Mic:
+        self._task = asyncio.create_task(self.conv.run(self._frames()))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.end()
+
+    async def end(self) -> None:
+        """The user's audio ends; waits for `Conversation.run` to return."""
+        if self._task is None:
+            return
+        task, self._task = self._task, None
+        if not task.done():
+            await self._queue.put(None)
+        await asyncio.wait_for(task, 5)
+
+    async def _frames(self) -> AsyncIterator[AudioFrame]:
+        while (frame := await self._queue.get()) is not None:
+            yield frame
+            self._queue.task_done()  # reached when the conversation asks for the next one
+        self._queue.task_done()
+
+    async def send(self, voiced: bool, count: int = 1, *, play: bool = False) -> None:
+        """Send `count` frames of speech or silence; with `play`, pop a frame after each."""
+        for _ in range(count):
+            await self._queue.put(AudioFrame((VOICE if voiced else SILENCE).copy(), now()))
+            await asyncio.wait_for(self._queue.join(), 5)
+            if play:
+                self.play(1)
+            await asyncio.sleep(0.001)
+
+    async def say(self, voiced_frames: int = 10) -> None:
+        """A whole user turn: speech, then silence up to the endpoint."""
+        await self.send(True, voiced_frames)
+        await self.send(False, ENDPOINT_FRAMES)
+
+    def play(self, count: int) -> int:
+        """Pop up to `count` frames from the speaker; returns how many there were."""
+        popped = 0
+        for _ in range(count):
+            if self.conv.speaker.pop() is None:
+                break
+            popped += 1
+            self.played_samples += FRAME_SAMPLES
+        return popped
+
+    async def play_until(self, condition: Callable[[], bool], timeout: float = 3.0) -> None:
+        """Play the speaker's output, a frame per loop turn, until `condition()` holds."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out playing until {condition}")
+            self.play(1)
+            await asyncio.sleep(0.001)

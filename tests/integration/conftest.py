@@ -1,0 +1,55 @@
+"""Fixtures for integration tests: the real embedded models and spoken questions."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jiwer
+import pytest
+
+from app.utterances import speak
+from models.load import load_synthesizer
+from models.locate import locate
+from pipeline.audio import write_wav
+from pipeline.tts import PiperSynthesizer, TtsOptions
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def voice() -> PiperSynthesizer:
+    return load_synthesizer(locate("tts").path, TtsOptions())
+
+
+@pytest.fixture(scope="session")
+def ask(voice: PiperSynthesizer, tmp_path_factory: pytest.TempPathFactory):
+    """ask(text) → path of a WAV of `text` spoken, with silence before and after."""
+    folder = tmp_path_factory.mktemp("questions")
+
+    def make(text: str, **kwargs: float | str) -> Path:
+        path = folder / (re.sub(r"\W+", "_", text).strip("_").lower() + ".wav")
+        if not path.exists():
+            write_wav(path, speak(voice, text, **kwargs))  # type: ignore[arg-type]
+        return path
+
+    return make
+
+
+def apace(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run the real `apace` command line."""
+    return subprocess.run(
+        [sys.executable, "-m", "app", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate after lower-casing and dropping punctuation."""
+    norm = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(),
+                          jiwer.RemoveMultipleSpaces(), jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
+    return float(jiwer.wer(reference, hypothesis, reference_transform=norm, hypothesis_transform=norm))
