@@ -34,16 +34,23 @@ class MicTrack(MediaStreamTrack):
 
     def __init__(self) -> None:
         super().__init__()
-        self._queue: list[Pcm] = []
+        self._queue: list[tuple[Pcm, asyncio.Future[float] | None]] = []
         self._start: float | None = None
         self._pts = 0
-        self.sent_speech_end: list[float] = []
 
-    def say(self, pcm: Pcm) -> None:
-        """Queue audio (16 kHz mono int16) to be sent from the next frame on."""
-        for start in range(0, len(pcm), FRAME_SAMPLES):
+    def say(self, pcm: Pcm, mark_sample: int | None = None) -> asyncio.Future[float]:
+        """Queue audio (16 kHz mono int16) to be sent from the next frame on.
+
+        The future resolves to the time the frame holding `mark_sample` (default: the
+        last sample) left this client — e.g. the true end of speech in `pcm`.
+        """
+        mark = asyncio.get_running_loop().create_future()
+        mark_frame = (len(pcm) - 1 if mark_sample is None else mark_sample) // FRAME_SAMPLES
+        for index, start in enumerate(range(0, len(pcm), FRAME_SAMPLES)):
             frame = pcm[start : start + FRAME_SAMPLES]
-            self._queue.append(np.pad(frame, (0, FRAME_SAMPLES - len(frame))))
+            self._queue.append((np.pad(frame, (0, FRAME_SAMPLES - len(frame))),
+                                mark if index == mark_frame else None))
+        return mark
 
     @property
     def idle(self) -> bool:
@@ -60,7 +67,9 @@ class MicTrack(MediaStreamTrack):
             wait = self._start + self._pts / SAMPLE_RATE - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
-        pcm = self._queue.pop(0) if self._queue else np.zeros(FRAME_SAMPLES, np.int16)
+        pcm, mark = self._queue.pop(0) if self._queue else (np.zeros(FRAME_SAMPLES, np.int16), None)
+        if mark is not None and not mark.done():
+            mark.set_result(now())
         frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = SAMPLE_RATE
         frame.pts = self._pts
@@ -144,12 +153,13 @@ class Client:
                 self.new_event.clear()
                 await self.new_event.wait()
 
-    async def say(self, pcm: Pcm) -> float:
-        """Send `pcm` and return when it has been sent; returns that time."""
-        self.mic.say(pcm)
+    async def say(self, pcm: Pcm, speech_end_sample: int | None = None) -> float:
+        """Send `pcm`; returns once all of it has been sent, with the time the sample
+        `speech_end_sample` (default: the last) was sent."""
+        mark = self.mic.say(pcm, speech_end_sample)
         while not self.mic.idle:
             await asyncio.sleep(0.01)
-        return now()
+        return await mark
 
     async def close(self) -> None:
         if self._reader is not None:

@@ -142,7 +142,15 @@ async def health(request: web.Request) -> web.Response:
         "sessions": len(sessions.live),
         "tasks": len(asyncio.all_tasks()),
         "threads": threading.active_count(),
+        **({"task_names": sorted(_describe(t) for t in asyncio.all_tasks()),
+            "thread_names": sorted(t.name for t in threading.enumerate())}
+           if "detail" in request.query else {}),
     })
+
+
+def _describe(task: asyncio.Task[Any]) -> str:
+    coro = task.get_coro()
+    return getattr(coro, "__qualname__", None) or task.get_name()
 
 
 def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Application:

@@ -52,6 +52,7 @@ class Session:
         self._on_turn = on_turn
         self._on_closed = on_closed
         self._closed = False
+        self._closer: asyncio.Task[None] | None = None
         pc.on("track", self._on_track)
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
@@ -74,7 +75,8 @@ class Session:
             self.emit("error", {"message": "the conversation failed on the server"})
         finally:
             self.task = None
-            asyncio.get_running_loop().create_task(self.close())
+            # Owned by the session; close() never cancels the task that called it.
+            self._closer = asyncio.get_running_loop().create_task(self.close())
 
     def _on_datachannel(self, channel: RTCDataChannel) -> None:
         self.channel = channel

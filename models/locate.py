@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import tomllib
 
 Kind = Literal["asr", "llm", "tts"]
 

@@ -24,7 +24,7 @@ def read_wav(source: str | Path | bytes) -> Pcm:
     """Any PCM WAV (8/16/24/32-bit, any rate, any channels) → 16 kHz mono int16."""
     name = "the WAV data" if isinstance(source, bytes) else str(source)
     try:
-        handle = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
+        handle = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")
     except OSError as error:
         raise AudioError(f"cannot open {name}: {error.strerror}") from None
     with handle:
@@ -108,3 +108,9 @@ class StreamResampler:
     def push(self, samples: np.ndarray, last: bool = False) -> np.ndarray:
         data = samples.astype(np.float32) / (32768.0 if samples.dtype == np.int16 else 1.0)
         return np.asarray(self._stream.resample_chunk(data, last=last), dtype=np.float32)
+
+
+def speech_end_sample(pcm: Pcm, threshold: int = 300) -> int:
+    """Index just past the last sample louder than `threshold` (0 if none)."""
+    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > threshold)
+    return int(loud[-1]) + 1 if loud.size else 0

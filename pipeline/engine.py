@@ -7,7 +7,6 @@ that conversation's history.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -73,9 +72,8 @@ class Engine:
             extra = {"emit": emit} if emit is not None else {}
             yield Conversation(models, speaker, self.options, **extra, **kwargs)  # type: ignore[arg-type]
         finally:
-            if opened is not None:
-                await asyncio.shield(llm_worker.run(opened.close))
-            await asyncio.to_thread(llm_worker.close)
+            # No await here: this cleanup must complete even if cancelled again.
+            llm_worker.close(opened.close if opened is not None else None, wait=0)
 
     def close(self) -> None:
         self.asr_worker.close()

@@ -64,11 +64,22 @@ class Reply:
     _spoken: list[_Spoken] = field(default_factory=list)
     _generated_all: bool = False
     _sentence_sent: bool = False
+    _held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def commit(self) -> None:
-        """The user's turn is over: this reply may play."""
+        """The user's turn is over: this reply may play (and be shown)."""
         self.speculative = False
         self.committed.set()
+        held, self._held = self._held, []
+        for kind, data in held:
+            self.emit(kind, data)
+
+    def _show(self, kind: str, data: dict[str, Any]) -> None:
+        # A speculative reply stays invisible: if the user resumes it never happened.
+        if self.committed.is_set():
+            self.emit(kind, data)
+        else:
+            self._held.append((kind, data))
 
     @property
     def priority(self) -> Priority:
@@ -105,7 +116,7 @@ class Reply:
         self.timeline.stamp(ASR_FINAL)
         if not self.transcript:
             return
-        self.emit("transcript", {"text": self.transcript, "final": True})
+        self._show("transcript", {"text": self.transcript, "final": True})
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
             group.create_task(self._think(clauses))
@@ -123,7 +134,7 @@ class Reply:
                     self.timeline.stamp(TTFT)
                     self.tokens += 1
                     self.text += piece
-                    self.emit("reply_delta", {"text": piece})
+                    self._show("reply_delta", {"text": piece})
                     for clause in splitter.feed(piece):
                         self.timeline.stamp(FIRST_CLAUSE)
                         clauses.put_nowait(clause)

@@ -116,16 +116,25 @@ class ModelWorker:
         finally:
             job.cancelled.set()
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Stop the thread after the job in hand; queued jobs are dropped."""
+    def close(self, finally_run: Callable[[], object] | None = None, *, wait: float = 5.0) -> None:
+        """Stop the thread after the job in hand; queued jobs are dropped.
+
+        `finally_run` (e.g. freeing the model) runs in the thread before it exits. Never
+        blocks the caller when `wait` is 0, so it is safe in cleanup that may itself be
+        cancelled.
+        """
         while True:
             try:
                 self._jobs.get_nowait().cancelled.set()
             except queue.Empty:
                 break
+        if finally_run is not None:
+            final = finally_run
+            self._jobs.put(_Job[Any](priority=_STOP.priority - 1, seq=0,
+                                     run=lambda _cancelled: final()))
         self._jobs.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
+        if wait and threading.current_thread() is not self._thread:
+            self._thread.join(wait)
 
     @property
     def alive(self) -> bool:

@@ -153,7 +153,9 @@ def conversation(
     """A conversation whose endpointer calls any non-zero frame speech, and its events."""
     events: list[tuple[str, dict[str, object]]] = []
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms)
-    conv = Conversation(models, speaker, options, emit=lambda kind, data: events.append((kind, data)))
+    conv = Conversation(
+        models, speaker, options, emit=lambda kind, data: events.append((kind, data))
+    )
     conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)
     return conv, events
 
@@ -177,11 +179,12 @@ class Mic:
     def __init__(self, conv: Conversation) -> None:
         self.conv = conv
         self._queue: asyncio.Queue[AudioFrame | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None
+        """The task running `Conversation.run`, from entering the `async with`."""
         self.played_samples = 0  # samples popped from the speaker (padding included)
 
     async def __aenter__(self) -> Mic:
-        self._task = asyncio.create_task(self.conv.run(self._frames()))
+        self.task = asyncio.create_task(self.conv.run(self._frames()))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -189,9 +192,9 @@ class Mic:
 
     async def end(self) -> None:
         """The user's audio ends; waits for `Conversation.run` to return."""
-        if self._task is None:
+        if self.task is None:
             return
-        task, self._task = self._task, None
+        task, self.task = self.task, None
         if not task.done():
             await self._queue.put(None)
         await asyncio.wait_for(task, 5)

@@ -1,0 +1,188 @@
+"""The WebRTC server with the real models, driven by a real aiortc client over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from app.client import Client
+from app.serve import use_loopback_candidates
+from app.utterances import speak
+from pipeline.audio import read_wav, speech_end_sample
+from tests.integration.conftest import wer
+from tests.integration.server import REPO, ServerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+LONG_ANSWERS = ("You are a storyteller. Answer every question with at least five long "
+                "sentences in plain English.")
+
+
+@pytest.fixture(scope="module")
+def server():
+    use_loopback_candidates()  # this process is the client; it is on loopback too
+    proc = ServerProcess("--max-sessions", "3", "--idle-timeout", "4",
+                         "--system-prompt", LONG_ANSWERS)
+    yield proc
+    proc.stop()
+
+
+async def _settled(server: ServerProcess, key: str, want: int, timeout: float = 20) -> int:
+    deadline = time.monotonic() + timeout
+    while (value := server.get("/healthz")[key]) != want and time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+    return int(value)
+
+
+async def _quiet(server: ServerProcess, timeout: float = 30) -> dict:
+    """/healthz once no session is left and the task count has been steady for 1 s."""
+    deadline = time.monotonic() + timeout
+    previous = None
+    while time.monotonic() < deadline:
+        health = server.get("/healthz")
+        if health["sessions"] == 0 and previous == health["tasks"]:
+            return health
+        previous = health["tasks"] if health["sessions"] == 0 else None
+        await asyncio.sleep(1.0)
+    raise AssertionError(f"server never settled: {server.get('/healthz?detail')}")
+
+
+async def test_spoken_question_is_answered_with_audio(server, ask) -> None:
+    question = "What is the capital of France?"
+    pcm = read_wav(ask(question))
+    async with Client(server.url) as client:
+        speech_end = await client.say(pcm, speech_end_sample(pcm))
+        turn = await client.wait_for("turn", timeout=60)
+        first_audio = client.received.first_audible_after(speech_end)
+    assert wer(question, turn["transcript"]) <= 0.2, turn["transcript"]
+    assert turn["reply"]
+    assert first_audio is not None, "no audible reply audio arrived"
+    # Real-time pacing means nothing can arrive before the endpoint wait has passed.
+    assert 0.3 < first_audio - speech_end < 5.0
+
+
+async def test_barge_in_stops_audio_and_keeps_only_what_was_heard(server, ask, voice) -> None:
+    question = read_wav(ask("Tell me a story about a brave little cat."))
+    interruption = speak(voice, "Stop, stop, wait a moment please.", lead_s=0.0, trail_s=1.5)
+    async with Client(server.url) as client:
+        await asyncio.sleep(1.0)
+        tasks_idle = server.get("/healthz")["tasks"]
+        speech_end = await client.say(question, speech_end_sample(question))
+        for _ in range(200):  # wait until the reply is audible, then listen a little
+            if client.received.first_audible_after(speech_end):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        mark = len(client.events)
+        interrupted = asyncio.ensure_future(client.say(interruption))
+        barge = await client.wait_for("barge_in", after=mark, timeout=10)
+        turn = await client.wait_for("turn", after=mark, timeout=10)
+        await interrupted
+        # Silence must follow within 200 ms of the server's decision.
+        assert not client.received.audible_between(barge["received"] + 0.2,
+                                                   barge["received"] + 0.6)
+        await client.wait_for("turn", after=client.events.index(turn) + 1, timeout=60)
+        await asyncio.sleep(0.5)
+        assert await _settled(server, "tasks", tasks_idle) == tasks_idle
+    assert turn["interrupted"] is True
+    heard, reply = turn["heard"].split(), turn["reply"].split()
+    assert len(heard) < len(reply)
+    assert reply[: len(heard)] == heard
+
+
+async def test_sessions_leave_nothing_behind(server, ask) -> None:
+    """Graceful closes, abrupt closes and a killed client: the server ends up with no
+    session, no extra task and no extra thread, and still answers."""
+    baseline = await _quiet(server)
+    pcm = read_wav(ask("What is the capital of France?"))
+    for _ in range(2):
+        async with Client(server.url) as client:
+            await client.say(pcm[: len(pcm) // 2])
+    for _ in range(2):  # close mid-reply
+        client = Client(server.url)
+        await client.connect()
+        await client.say(pcm)
+        await client.close()
+    killed = subprocess.Popen([sys.executable, "-c", _KILLED_CLIENT, server.url], cwd=REPO,
+                              stdout=subprocess.PIPE)
+    assert killed.stdout is not None
+    assert killed.stdout.readline().strip() == b"connected"
+    killed.kill()
+    killed.wait()
+    assert await _settled(server, "sessions", 0, timeout=30) == 0
+    tasks = await _settled(server, "tasks", baseline["tasks"])
+    assert tasks == baseline["tasks"], server.get("/healthz?detail")
+    # Threads: the model workers of closed sessions are gone; only the loop's default
+    # executor may have grown (bounded, reused).
+    threads = server.get("/healthz")["threads"]
+    assert threads <= baseline["threads"] + 2, server.get("/healthz?detail")["thread_names"]
+    assert server.alive()
+
+
+_KILLED_CLIENT = """
+import asyncio, sys
+from app.client import Client
+from app.serve import use_loopback_candidates
+use_loopback_candidates()
+async def main():
+    client = Client(sys.argv[1])
+    await client.connect()
+    print("connected", flush=True)
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"not json at all", "application/json", 400),
+        (b'{"type": "offer"}', "application/json", 400),
+        (b'{"sdp": "v=0 garbage m=audio", "type": "offer"}', "application/json", 400),
+        (b'{"sdp": "v=0", "type": "answer"}', "application/json", 400),
+        (b'["a list"]', "application/json", 400),
+        (json.dumps({"sdp": "x" * 1_000_000, "type": "offer"}).encode(), "application/json", 413),
+        (b'{"sdp": "v=0", "type": "offer"}', "text/plain", 415),
+    ],
+    ids=["not-json", "missing-sdp", "garbage-sdp", "wrong-type", "not-object", "1MB", "content-type"],
+)
+def test_bad_offer_gets_4xx_with_a_reason(server, body: bytes, content_type: str, status: int) -> None:
+    code, reply = server.post("/offer", body, content_type)
+    assert code == status
+    assert isinstance(reply.get("error"), str) and reply["error"]
+
+
+async def test_good_offer_works_after_bad_ones(server) -> None:
+    for body in (b"{", b'{"sdp": "m=audio nonsense", "type": "offer"}'):
+        assert server.post("/offer", body)[0] == 400
+    async with Client(server.url) as client:
+        assert client.events[0]["type"] == "ready"
+
+
+async def test_server_full_answers_503_with_a_reason(server) -> None:
+    clients = [Client(server.url) for _ in range(3)]
+    try:
+        for client in clients:
+            await client.connect()
+        with pytest.raises(ConnectionError, match="503"):
+            await Client(server.url).connect()
+    finally:
+        for client in clients:
+            await client.close()
+    assert await _settled(server, "sessions", 0) == 0
+
+
+def test_silence_never_gets_a_reply(server) -> None:
+    async def run() -> list[str]:
+        async with Client(server.url) as client:
+            await client.say(np.zeros(16000 * 2, np.int16))
+            await asyncio.sleep(1.0)
+            return [event["type"] for event in client.events]
+
+    assert "turn" not in asyncio.run(run())

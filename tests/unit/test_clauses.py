@@ -1,0 +1,127 @@
+"""Clause splitting: the first clause early, then sentences, and text made speakable."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.clauses import ClauseOptions, ClauseSplitter, speakable, split_clauses
+from pipeline.events import Clause
+
+
+def texts(clauses: list[Clause]) -> list[str]:
+    return [c.text for c in clauses]
+
+
+def test_the_first_clause_is_cut_at_a_comma_once_it_has_enough_words() -> None:
+    splitter = ClauseSplitter()
+    assert splitter.feed("Sure, I") == []  # one word before the comma: too short
+    assert splitter.feed(" can do that,") == []  # a comma needs the next whitespace
+    (first,) = splitter.feed(" because it")
+    assert first == Clause("Sure, I can do that,", 0, ends_sentence=False)
+
+
+def test_after_the_first_clause_text_is_cut_at_sentence_ends_only() -> None:
+    clauses = list(split_clauses(["Yes, I think so, ", "well, maybe, if you like. ", "Bye."]))
+    assert texts(clauses) == ["Yes, I think so,", "well, maybe, if you like.", "Bye."]
+    assert [c.ends_sentence for c in clauses] == [False, True, True]
+
+
+def test_clauses_are_numbered_in_order_from_zero() -> None:
+    clauses = list(split_clauses(["One. Two. Three. Four."]))
+    assert [c.index for c in clauses] == [0, 1, 2, 3]
+
+
+def test_a_sentence_is_emitted_as_soon_as_whitespace_follows_its_end() -> None:
+    splitter = ClauseSplitter()
+    assert splitter.feed("Hello there.") == []  # could still be "there.com" or "..."
+    assert texts(splitter.feed(" How")) == ["Hello there."]
+
+
+def test_flush_emits_the_unterminated_rest_as_a_sentence() -> None:
+    splitter = ClauseSplitter()
+    splitter.feed("It is ten o'clock")
+    assert splitter.flush() == [Clause("It is ten o'clock", 0, ends_sentence=True)]
+    assert splitter.flush() == []
+
+
+@pytest.mark.parametrize("mark", ["!", "?", "...", "…", '."', ".)"])
+def test_sentence_end_marks_and_closing_quotes_end_a_clause(mark: str) -> None:
+    clauses = list(split_clauses([f"It really works{mark} Next one."]))
+    assert texts(clauses) == [f"It really works{mark}", "Next one."]
+
+
+@pytest.mark.parametrize("abbreviation", ["Dr.", "Mr.", "e.g.", "vs.", "etc."])
+def test_an_abbreviation_period_does_not_end_the_sentence(abbreviation: str) -> None:
+    clauses = list(split_clauses([f"Ask {abbreviation} Smith today. Then go."]))
+    assert texts(clauses) == [f"Ask {abbreviation} Smith today.", "Then go."]
+
+
+def test_list_numbers_and_decimals_do_not_end_a_sentence() -> None:
+    clauses = list(split_clauses(["Step 1. is easy and 3.5 is a number. Done."]))
+    assert texts(clauses) == ["Step 1. is easy and 3.5 is a number.", "Done."]
+
+
+def test_a_sentence_longer_than_max_words_is_cut_at_its_next_comma() -> None:
+    splitter = ClauseSplitter(ClauseOptions(max_words=8))
+    assert texts(splitter.feed("First. ")) == ["First."]
+    long = "one two three four five six seven eight nine, ten eleven "
+    assert texts(splitter.feed(long)) == ["one two three four five six seven eight nine,"]
+    assert texts(splitter.flush()) == ["ten eleven"]
+
+
+def test_a_sentence_within_max_words_keeps_its_commas() -> None:
+    splitter = ClauseSplitter(ClauseOptions(max_words=30))
+    assert texts(splitter.feed("First. ")) == ["First."]
+    assert splitter.feed("one two three, four five six, seven ") == []
+
+
+def test_first_clause_min_words_is_configurable() -> None:
+    splitter = ClauseSplitter(ClauseOptions(first_clause_min_words=1))
+    assert texts(splitter.feed("Sure, thing")) == ["Sure,"]
+
+
+@pytest.mark.parametrize("break_mark", [";", ":", " —", " -"])
+def test_the_first_clause_may_end_at_any_comma_like_break(break_mark: str) -> None:
+    clauses = list(split_clauses([f"Here is the thing{break_mark} it works well."]))
+    assert clauses[0].text == f"Here is the thing{break_mark}"
+    assert not clauses[0].ends_sentence
+
+
+def test_any_chunking_of_the_stream_speaks_the_same_words_in_order() -> None:
+    reply = (
+        "Well, I think that it is a lovely day, really. Dr. Who said so; "
+        "he also said: take an umbrella! Would you? Maybe, maybe not... See you."
+    )
+    expected = reply.split()
+    for size in (1, 2, 3, 7, 50, len(reply)):
+        pieces = [reply[i : i + size] for i in range(0, len(reply), size)]
+        words = " ".join(texts(list(split_clauses(pieces)))).split()
+        assert words == expected, size
+
+
+def test_a_clause_with_nothing_speakable_is_skipped_without_using_an_index() -> None:
+    clauses = list(split_clauses(["Great. 🎉🎉. ** . Let us go."]))
+    assert clauses == [Clause("Great.", 0, True), Clause("Let us go.", 1, True)]
+
+
+def test_speakable_removes_markdown_emphasis_headings_and_code_marks() -> None:
+    assert speakable("## Tip: use **bold** and `code`, _please_ ~~now~~") == (
+        "Tip: use bold and code , please now"
+    )
+
+
+def test_speakable_keeps_the_text_of_a_markdown_link_and_drops_its_url() -> None:
+    assert speakable("See [the docs](https://example.com/x) today.") == "See the docs today."
+
+
+def test_speakable_removes_emoji_but_keeps_accents_and_dashes() -> None:
+    assert speakable("Café 😀 — naïve… 🚀") == "Café — naïve…"
+
+
+def test_speakable_is_empty_without_letters_or_digits() -> None:
+    assert speakable("  ... !! 🎉 ") == ""
+    assert speakable("") == ""
+
+
+def test_speakable_folds_whitespace() -> None:
+    assert speakable("  one\n\ttwo   three ") == "one two three"

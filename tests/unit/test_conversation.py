@@ -1,0 +1,288 @@
+"""Conversation: speculation, commit, resume, barge-in and history, with scripted models.
+
+Frames go in through `Mic` one at a time, each handled before the next; the speaker is
+popped by the test to stand in for playback. The endpointer uses TEST_VAD: speech starts on
+2 voiced frames, the onset comes after 3 silent frames and the endpoint after 10.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipeline.events import FRAME_SAMPLES
+from pipeline.llm import Message
+from pipeline.speaker import Speaker
+from pipeline.timeline import (
+    ASR_FINAL,
+    ENDPOINT,
+    FIRST_CLAUSE,
+    SPEECH_END,
+    TTFA_SERVER,
+    TTFT,
+)
+from tests.fakes import (
+    ENDPOINT_FRAMES,
+    ONSET_FRAMES,
+    SAMPLES_PER_WORD,
+    FakeResponder,
+    FakeSynthesizer,
+    FakeTranscriber,
+    Mic,
+    Workers,
+    conversation,
+    until,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+REPLY = ["One two three four five. ", "Six seven eight nine ten. ", "Eleven twelve."]
+REPLY_TEXT = "".join(REPLY).strip()
+REPLY_FRAMES = 12 * SAMPLES_PER_WORD // FRAME_SAMPLES
+
+
+async def test_speculation_prepares_the_reply_at_onset_but_plays_it_only_at_the_endpoint(
+    workers: Workers,
+) -> None:
+    synthesizer = FakeSynthesizer()
+    models = workers.models(FakeTranscriber("hello"), FakeResponder(REPLY), synthesizer)
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        assert conv.speculation.started == 1
+        await until(lambda: len(synthesizer.finished) >= 1, what="the first clause synthesized")
+        await asyncio.sleep(0.05)
+        assert conv.speaker.queued_frames == 0  # ready, but the user may not be done
+        await mic.send(False, ENDPOINT_FRAMES - ONSET_FRAMES)
+        await until(lambda: conv.speaker.queued_frames > 0, what="audio queued")
+        assert conv.speculation.committed == 1
+        assert synthesizer.texts[0] == "One two three four five."
+
+
+async def test_speech_resumed_after_onset_cancels_the_speculative_reply(workers: Workers) -> None:
+    responder = FakeResponder(["word "] * 100, delay_s=0.01)
+    models = workers.models(FakeTranscriber("hello"), responder, FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: responder.produced >= 2, what="the LLM streaming")
+        await mic.send(True, 2)  # 40 ms of voice: the user goes on talking
+        assert conv.speculation.cancelled == 1
+        assert not conv.busy
+        assert await asyncio.to_thread(responder.stopped_early.wait, 2)
+        assert responder.produced < 100
+        assert conv.speaker.queued_frames == 0
+        assert conv.history == []
+
+
+async def test_a_cancelled_speculation_is_replaced_by_one_on_the_full_utterance(
+    workers: Workers,
+) -> None:
+    transcriber = FakeTranscriber("hello", "hello there")
+    responder = FakeResponder(["Hi."], delay_s=0.05)
+    conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: responder.started.is_set())
+        await mic.send(True, 5)
+        await mic.send(False, ENDPOINT_FRAMES)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert (conv.speculation.started, conv.speculation.cancelled) == (2, 1)
+    assert conv.speculation.committed == 1
+    assert transcriber.calls[1] > transcriber.calls[0]  # the second saw more audio
+    assert conv.history[0] == Message("user", "hello there")
+
+
+async def test_without_speculation_nothing_starts_before_the_endpoint(workers: Workers) -> None:
+    transcriber = FakeTranscriber("hello")
+    models = workers.models(transcriber, FakeResponder(["Hi."]), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), speculate=False)
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ENDPOINT_FRAMES - 1)
+        await asyncio.sleep(0.05)
+        assert transcriber.calls == []
+        await mic.send(False, 1)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert conv.speculation.started == 0
+    assert conv.history == [Message("user", "hello"), Message("assistant", "Hi.")]
+
+
+async def test_sustained_speech_while_the_assistant_talks_barges_in(workers: Workers) -> None:
+    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), barge_in_ms=200)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        mic.play(12)
+        await mic.send(True, 9, play=True)  # 180 ms of voice: not yet
+        assert conv.barge_ins == 0
+        assert conv.speaker.queued_frames > 0
+        await mic.send(True, 1, play=True)  # 200 ms: barge-in
+        assert conv.barge_ins == 1
+        assert conv.speaker.queued_frames == 0
+        await asyncio.sleep(0.05)
+        assert conv.speaker.queued_frames == 0  # the cancelled reply queues nothing more
+    heard_words = mic.played_samples // SAMPLES_PER_WORD
+    assert 0 < heard_words < 12
+    expected = " ".join(REPLY_TEXT.split()[:heard_words])
+    assert conv.history == [Message("user", "tell me"), Message("assistant", expected)]
+    (turn,) = conv.turns
+    assert turn.interrupted
+    assert turn.heard == expected
+    assert REPLY_TEXT.startswith(turn.heard)
+    played_frames = mic.played_samples // FRAME_SAMPLES
+    assert [e for e in events if e[0] == "barge_in"] == [
+        ("barge_in", {"dropped_ms": 20 * (REPLY_FRAMES - played_frames)})
+    ]
+
+
+async def test_a_short_blip_while_the_assistant_talks_does_not_interrupt(workers: Workers) -> None:
+    transcriber = FakeTranscriber("tell me")
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames >= 10, what="reply audio")
+        mic.play(5)
+        await mic.send(True, 4, play=True)  # an 80 ms cough
+        await mic.send(False, ENDPOINT_FRAMES, play=True)  # its own onset and endpoint pass
+        assert conv.barge_ins == 0
+        assert conv.busy
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
+    assert len(transcriber.calls) == 1  # the cough did not become a turn
+    assert conv.history == [Message("user", "tell me"), Message("assistant", REPLY_TEXT)]
+    assert not conv.turns[0].interrupted
+
+
+async def test_history_grows_by_one_user_and_one_assistant_message_per_turn(
+    workers: Workers,
+) -> None:
+    responder = FakeResponder(["Sure thing."])
+    models = workers.models(FakeTranscriber("first", "second"), responder, FakeSynthesizer())
+    turns = []
+    conv, _ = conversation(models, Speaker())
+    conv.on_turn = turns.append
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+        assert len(conv.history) == 2
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 2)
+    assert conv.history == [
+        Message("user", "first"), Message("assistant", "Sure thing."),
+        Message("user", "second"), Message("assistant", "Sure thing."),
+    ]
+    assert responder.histories == [[], conv.history[:2]]  # turn 2 saw turn 1
+    assert [t.index for t in turns] == [1, 2]
+    assert [t.transcript for t in turns] == ["first", "second"]
+
+
+async def test_an_empty_transcript_is_not_a_turn(workers: Workers) -> None:
+    responder = FakeResponder(["never"])
+    models = workers.models(FakeTranscriber(""), responder, FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: not conv.busy)
+        await asyncio.sleep(0.02)
+    assert conv.turns == []
+    assert conv.history == []
+    assert responder.users == []
+
+
+async def test_the_turn_timeline_is_ordered_and_its_stages_sum_to_the_first_audio(
+    workers: Workers,
+) -> None:
+    responder = FakeResponder(["Well, ", "hello ", "there. ", "Bye."], delay_s=0.005)
+    models = workers.models(FakeTranscriber("hi"), responder, FakeSynthesizer())
+    conv, events = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    timeline = conv.turns[0].timeline
+    s = timeline.stamps
+    assert s[SPEECH_END] <= s[ENDPOINT]
+    assert s[SPEECH_END] <= s[ASR_FINAL] <= s[TTFT] <= s[FIRST_CLAUSE] <= s[TTFA_SERVER]
+    assert s[ENDPOINT] <= s[TTFA_SERVER]  # speculation never plays before the endpoint
+    stages = timeline.stages()
+    assert stages[-1].name == TTFA_SERVER
+    assert sum(stage.ms for stage in stages) == pytest.approx(timeline.ms(TTFA_SERVER))
+    (turn_event,) = [data for kind, data in events if kind == "turn"]
+    assert turn_event["timeline_ms"] == timeline.relative_ms()
+
+
+async def test_a_failed_reply_reports_an_error_and_the_next_turn_still_works(
+    workers: Workers,
+) -> None:
+    transcriber = FakeTranscriber(RuntimeError("asr crashed"), "again")
+    models = workers.models(transcriber, FakeResponder(["Ok."]), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), speculate=False)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: any(kind == "error" for kind, _ in events))
+        await until(lambda: not conv.busy)
+        assert conv.turns == []
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert ("error", {"message": "reply failed: asr crashed"}) in events
+    assert conv.history == [Message("user", "again"), Message("assistant", "Ok.")]
+
+
+async def test_a_failed_speculative_reply_is_retried_at_the_endpoint(workers: Workers) -> None:
+    transcriber = FakeTranscriber(RuntimeError("asr crashed"), "again")
+    models = workers.models(transcriber, FakeResponder(["Ok."]), FakeSynthesizer())
+    conv, events = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: any(kind == "error" for kind, _ in events))
+        await mic.send(False, ENDPOINT_FRAMES - ONSET_FRAMES)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert len(transcriber.calls) == 2
+    assert conv.history == [Message("user", "again"), Message("assistant", "Ok.")]
+
+
+async def test_ending_the_input_cancels_the_reply_in_progress(workers: Workers) -> None:
+    responder = FakeResponder(["word "] * 200, delay_s=0.01)
+    models = workers.models(FakeTranscriber("hi"), responder, FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: responder.produced >= 2)
+        await asyncio.wait_for(mic.end(), 2)
+    assert not conv.busy
+    assert await asyncio.to_thread(responder.stopped_early.wait, 2)
+    assert conv.turns == []
+
+
+async def test_cancelling_run_stops_all_reply_work(workers: Workers) -> None:
+    responder = FakeResponder(["word "] * 200, delay_s=0.01)
+    models = workers.models(FakeTranscriber("hi"), responder, FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    mic = Mic(conv)
+    await mic.__aenter__()
+    await mic.say()
+    await until(lambda: responder.produced >= 2)
+    task = mic.task
+    assert task is not None
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not conv.busy
+    assert await asyncio.to_thread(responder.stopped_early.wait, 2)
+
+
+async def test_speech_started_is_emitted_when_the_user_starts_talking(workers: Workers) -> None:
+    models = workers.models(FakeTranscriber("hi"), FakeResponder(["Ok."]), FakeSynthesizer())
+    conv, events = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 1)
+        assert events == []
+        await mic.send(True, 1)
+        assert events == [("speech_started", {})]

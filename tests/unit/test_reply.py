@@ -1,0 +1,190 @@
+"""Reply: transcript → LLM → clauses → TTS → speaker, with scripted fake models."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from pipeline.events import FRAME_SAMPLES
+from pipeline.llm import Message
+from pipeline.reply import Reply
+from pipeline.speaker import Speaker
+from pipeline.timeline import SPEECH_END, TTFA_SERVER, Timeline, now
+from tests.fakes import (
+    SAMPLES_PER_WORD,
+    FakeResponder,
+    FakeSynthesizer,
+    FakeTranscriber,
+    Workers,
+    until,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+FRAMES_PER_WORD = SAMPLES_PER_WORD // FRAME_SAMPLES
+
+
+def make_reply(
+    workers: Workers,
+    responder: FakeResponder,
+    *,
+    transcriber: FakeTranscriber | None = None,
+    synthesizer: FakeSynthesizer | None = None,
+    speculative: bool = False,
+    history: list[Message] | None = None,
+) -> tuple[Reply, Speaker, list[tuple[str, dict[str, object]]]]:
+    models = workers.models(
+        transcriber or FakeTranscriber("how are you"), responder, synthesizer or FakeSynthesizer()
+    )
+    speaker = Speaker()
+    events: list[tuple[str, dict[str, object]]] = []
+    timeline = Timeline()
+    timeline.stamp(SPEECH_END, now())
+    reply = Reply(models, speaker, history or [], np.zeros(16_000, np.int16), timeline,
+                  lambda kind, data: events.append((kind, data)), speculative=speculative)
+    if not speculative:
+        reply.commit()
+    return reply, speaker, events
+
+
+async def play_out(speaker: Speaker, task: asyncio.Task[None]) -> int:
+    """Pop the speaker until the reply's task ends; returns the frames popped."""
+    popped = 0
+    while not task.done():
+        if speaker.pop() is not None:
+            popped += 1
+        await asyncio.sleep(0.001)
+    await task
+    return popped
+
+
+async def test_a_reply_speaks_every_word_and_returns_once_it_has_played(workers: Workers) -> None:
+    responder = FakeResponder(["I am ", "fine, ", "thanks. ", "And you?"])
+    reply, speaker, _ = make_reply(workers, responder)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: speaker.queued_frames > 0)
+    assert not task.done()  # audio is queued but not yet played
+    popped = await play_out(speaker, task)
+    assert popped == 6 * FRAMES_PER_WORD  # six words, 100 ms each
+    assert reply.transcript == "how are you"
+    assert reply.text == "I am fine, thanks. And you?"
+    assert reply.played_text == "I am fine, thanks. And you?"
+    assert reply.played_s == pytest.approx(0.6)
+
+
+async def test_a_reply_passes_history_and_transcript_to_the_llm(workers: Workers) -> None:
+    responder = FakeResponder(["Sure."])
+    history = [Message("user", "hi"), Message("assistant", "hello")]
+    reply, speaker, _ = make_reply(workers, responder, history=history)
+    await play_out(speaker, asyncio.create_task(reply.run()))
+    assert responder.histories == [history]
+    assert responder.users == ["how are you"]
+
+
+async def test_each_model_runs_in_its_own_worker_thread(workers: Workers) -> None:
+    transcriber, responder = FakeTranscriber("hi"), FakeResponder(["Ok."])
+    synthesizer = FakeSynthesizer()
+    reply, speaker, _ = make_reply(
+        workers, responder, transcriber=transcriber, synthesizer=synthesizer
+    )
+    await play_out(speaker, asyncio.create_task(reply.run()))
+    assert (transcriber.threads, responder.threads, synthesizer.threads) == (
+        ["apace-asr"], ["apace-llm"], ["apace-tts"]
+    )
+
+
+async def test_a_reply_emits_the_transcript_and_each_text_delta(workers: Workers) -> None:
+    reply, speaker, events = make_reply(workers, FakeResponder(["Fine", " thanks."]))
+    await play_out(speaker, asyncio.create_task(reply.run()))
+    assert events == [
+        ("transcript", {"text": "how are you", "final": True}),
+        ("reply_delta", {"text": "Fine"}),
+        ("reply_delta", {"text": " thanks."}),
+    ]
+    assert reply.tokens == 2
+
+
+async def test_an_empty_transcript_ends_the_reply_without_calling_the_llm(workers: Workers) -> None:
+    responder = FakeResponder(["never"])
+    reply, speaker, events = make_reply(workers, responder, transcriber=FakeTranscriber(""))
+    await asyncio.wait_for(reply.run(), 2)
+    assert responder.users == []
+    assert events == []
+    assert speaker.queued_frames == 0
+
+
+async def test_a_speculative_reply_queues_no_audio_until_it_is_committed(workers: Workers) -> None:
+    synthesizer = FakeSynthesizer()
+    reply, speaker, _ = make_reply(
+        workers, FakeResponder(["One two three."]), synthesizer=synthesizer, speculative=True
+    )
+    task = asyncio.create_task(reply.run())
+    await until(lambda: synthesizer.finished == ["One two three."])  # audio is ready
+    await asyncio.sleep(0.05)
+    assert speaker.queued_frames == 0
+    assert not reply.committed.is_set()
+    reply.commit()
+    await until(lambda: speaker.queued_frames == 3 * FRAMES_PER_WORD)
+    await play_out(speaker, task)
+
+
+async def test_the_llm_keeps_streaming_while_the_first_clause_is_synthesized(
+    workers: Workers,
+) -> None:
+    """Clause 1 reaches TTS before the LLM has finished the reply."""
+    responder = FakeResponder(["Well, ", "let me see. ", "It is ", "about ", "noon. ", "Bye."],
+                              delay_s=0.03)
+    synthesizer = FakeSynthesizer()
+    reply, speaker, _ = make_reply(workers, responder, synthesizer=synthesizer)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: len(synthesizer.texts) >= 1)
+    assert responder.produced < len(responder.pieces)
+    await play_out(speaker, task)
+    assert synthesizer.texts == ["Well, let me see.", "It is about noon.", "Bye."]
+
+
+async def test_played_text_is_the_whole_clauses_heard_and_the_heard_share_of_the_next(
+    workers: Workers,
+) -> None:
+    reply, speaker, _ = make_reply(workers, FakeResponder(["One two. ", "Three four five six."]))
+    task = asyncio.create_task(reply.run())
+    await until(lambda: speaker.queued_frames == 6 * FRAMES_PER_WORD)
+    for _ in range(4 * FRAMES_PER_WORD + 2):  # "One two" and "Three four", plus 40 ms
+        speaker.pop()
+    assert reply.played_text == "One two. Three four"
+    assert reply.played_s == pytest.approx(0.44)
+    await play_out(speaker, task)
+
+
+async def test_played_text_is_empty_before_anything_plays(workers: Workers) -> None:
+    reply, speaker, _ = make_reply(workers, FakeResponder(["One two."]))
+    task = asyncio.create_task(reply.run())
+    await until(lambda: speaker.queued_frames > 0)
+    assert reply.played_text == ""
+    await play_out(speaker, task)
+
+
+async def test_cancelling_a_reply_stops_the_llm_generator(workers: Workers) -> None:
+    responder = FakeResponder(["word "] * 100, delay_s=0.01)
+    reply, _, _ = make_reply(workers, responder)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: responder.produced >= 3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(responder.stopped_early.wait, 2)
+    assert responder.produced < 100
+
+
+async def test_the_first_audio_stamp_is_when_the_first_frame_leaves(workers: Workers) -> None:
+    reply, speaker, _ = make_reply(workers, FakeResponder(["Hi there."]))
+    task = asyncio.create_task(reply.run())
+    await until(lambda: speaker.queued_frames > 0)
+    await asyncio.sleep(0.02)
+    assert not reply.timeline.has(TTFA_SERVER)
+    before = now()
+    speaker.pop()
+    assert reply.timeline.stamps[TTFA_SERVER] >= before
+    await play_out(speaker, task)

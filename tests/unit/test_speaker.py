@@ -1,0 +1,83 @@
+"""Speaker: the outbound queue of 20 ms frames, with played-sample callbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.events import FRAME_SAMPLES
+from pipeline.speaker import Speaker
+
+
+def ramp(n: int) -> np.ndarray:
+    return np.arange(1, n + 1, dtype=np.int16)
+
+
+def test_push_cuts_audio_into_20ms_frames_and_pads_the_last_with_silence() -> None:
+    speaker = Speaker()
+    audio = ramp(2 * FRAME_SAMPLES + 100)
+    speaker.push(audio)
+    assert speaker.queued_frames == 3
+    frames = [speaker.pop() for _ in range(3)]
+    assert all(f is not None and f.shape == (FRAME_SAMPLES,) for f in frames)
+    assert all(f.dtype == np.int16 for f in frames if f is not None)
+    played = np.concatenate(frames)
+    assert np.array_equal(played[: len(audio)], audio)
+    assert not played[len(audio) :].any()
+
+
+def test_audio_of_whole_frames_gets_no_padding_frame() -> None:
+    speaker = Speaker()
+    speaker.push(ramp(3 * FRAME_SAMPLES))
+    assert speaker.queued_frames == 3
+
+
+def test_pushing_empty_audio_queues_nothing() -> None:
+    speaker = Speaker()
+    speaker.push(np.zeros(0, np.int16), on_played=lambda n: None)
+    assert speaker.queued_frames == 0
+
+
+def test_pop_returns_none_when_nothing_is_queued() -> None:
+    assert Speaker().pop() is None
+
+
+def test_frames_leave_in_the_order_they_were_pushed() -> None:
+    speaker = Speaker()
+    speaker.push(np.full(FRAME_SAMPLES, 1, np.int16))
+    speaker.push(np.full(FRAME_SAMPLES, 2, np.int16))
+    assert [speaker.pop()[0], speaker.pop()[0]] == [1, 2]
+
+
+def test_on_played_runs_at_pop_with_the_real_samples_of_each_frame() -> None:
+    speaker = Speaker()
+    played: list[int] = []
+    speaker.push(ramp(2 * FRAME_SAMPLES + 60), on_played=played.append)
+    assert played == []  # nothing has left yet
+    speaker.pop()
+    assert played == [FRAME_SAMPLES]
+    speaker.pop()
+    speaker.pop()
+    assert played == [FRAME_SAMPLES, FRAME_SAMPLES, 60]
+
+
+def test_each_push_keeps_its_own_callback() -> None:
+    speaker = Speaker()
+    first: list[int] = []
+    second: list[int] = []
+    speaker.push(ramp(FRAME_SAMPLES), on_played=first.append)
+    speaker.push(ramp(10), on_played=second.append)
+    speaker.pop()
+    speaker.pop()
+    assert (first, second) == ([FRAME_SAMPLES], [10])
+
+
+def test_clear_drops_everything_queued_without_running_its_callbacks() -> None:
+    speaker = Speaker()
+    played: list[int] = []
+    speaker.push(ramp(5 * FRAME_SAMPLES), on_played=played.append)
+    speaker.pop()
+    assert speaker.clear() == 4
+    assert speaker.queued_frames == 0
+    assert speaker.pop() is None
+    assert played == [FRAME_SAMPLES]
+    assert speaker.clear() == 0
