@@ -20,7 +20,8 @@ from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, S
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
 from pipeline.speaker import Speaker
-from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
+from pipeline.stats import EngineStats, SpeculationStats
+from pipeline.timeline import ENDPOINT, SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline, now
 from pipeline.vad import Endpointer, VadOptions
 
 log = logging.getLogger(__name__)
@@ -33,15 +34,6 @@ class ConversationOptions:
     """Start the reply at silence onset and play it at the endpoint (DESIGN.md lever 1)."""
     barge_in_ms: int = 300
     """Voiced audio needed to interrupt the assistant: a cough or echo is shorter."""
-
-
-@dataclass
-class SpeculationStats:
-    started: int = 0
-    committed: int = 0
-    cancelled: int = 0
-    wasted_tokens: int = 0
-    wasted_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +60,7 @@ class Conversation:
         options: ConversationOptions | None = None,
         emit: Emit = _ignore,
         on_turn: Callable[[Turn], None] | None = None,
+        stats: EngineStats | None = None,
     ) -> None:
         self.models = models
         self.speaker = speaker
@@ -78,6 +71,7 @@ class Conversation:
         self.history: list[Message] = []
         self.turns: list[Turn] = []
         self.speculation = SpeculationStats()
+        self.stats = stats or EngineStats()
         self.barge_ins = 0
         self._reply: Reply | None = None
         self._task: asyncio.Task[None] | None = None
@@ -118,7 +112,8 @@ class Conversation:
         if reply is not None and reply.speculative and self.busy:
             reply.timeline.stamp(ENDPOINT, event.t)
             reply.commit()
-            self.speculation.committed += 1
+            for stats in self._speculation():
+                stats.committed += 1
             return
         if self.busy:
             return  # a short sound while the assistant talks: not a turn of its own
@@ -134,7 +129,8 @@ class Conversation:
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative)
         if speculative:
-            self.speculation.started += 1
+            for stats in self._speculation():
+                stats.started += 1
         else:
             reply.commit()
         self._reply = reply
@@ -153,13 +149,30 @@ class Conversation:
         if reply.transcript:
             self._finish(reply, interrupted=False)
 
+    def _speculation(self) -> tuple[SpeculationStats, ...]:
+        return (self.speculation, self.stats.speculation)
+
+    def heard_at(self, t: float) -> None:
+        """The page heard reply audio start at `t` (server clock): TTFA (browser).
+
+        It belongs to the latest reply that started sending before `t`, within 2 s.
+        """
+        candidates = [self._reply.timeline] if self._reply is not None else []
+        candidates += [turn.timeline for turn in reversed(self.turns[-2:])]
+        for timeline in candidates:
+            sent = timeline.stamps.get(TTFA_SERVER)
+            if sent is not None and sent <= t < sent + 2.0 and not timeline.has(TTFA_BROWSER):
+                timeline.stamp(TTFA_BROWSER, t)
+                return
+
     def _cancel_speculation(self) -> None:
         reply = self._reply
         if reply is None or not reply.speculative or not self.busy:
             return
-        self.speculation.cancelled += 1
-        self.speculation.wasted_tokens += reply.tokens
-        self.speculation.wasted_ms += (now() - reply.started) * 1000
+        for stats in self._speculation():
+            stats.cancelled += 1
+            stats.wasted_tokens += reply.tokens
+            stats.wasted_ms += (now() - reply.started) * 1000
         self._cancel_reply(reason="user resumed")
 
     def _check_barge_in(self) -> None:
@@ -173,6 +186,7 @@ class Conversation:
         ):
             return
         self.barge_ins += 1
+        self.stats.barge_ins += 1
         dropped = self.speaker.clear()
         self._cancel_reply(reason="barge-in")
         self.emit("barge_in", {"dropped_ms": dropped * 20})
@@ -192,6 +206,9 @@ class Conversation:
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline)
         self.turns.append(turn)
+        self.stats.turns += 1
+        self.stats.llm_tokens += reply.tokens
+        self.stats.llm_seconds += reply.llm_seconds
         self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
                            "reply": turn.reply, "heard": heard, "interrupted": interrupted,
                            "timeline_ms": reply.timeline.relative_ms()})

@@ -20,6 +20,7 @@ from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
 from pipeline.reply import Emit, Models
 from pipeline.speaker import Speaker
+from pipeline.stats import EngineStats
 from pipeline.tts import Synthesizer
 from pipeline.workers import ModelWorker, Priority
 
@@ -46,6 +47,7 @@ class Engine:
         self.synthesizer = synthesizer
         self.open_responder = open_responder
         self.options = options or ConversationOptions()
+        self.stats = EngineStats()
         self.asr_worker = ModelWorker("asr")
         self.tts_worker = ModelWorker("tts")
 
@@ -70,7 +72,8 @@ class Engine:
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker)
             extra = {"emit": emit} if emit is not None else {}
-            yield Conversation(models, speaker, self.options, **extra, **kwargs)  # type: ignore[arg-type]
+            yield Conversation(models, speaker, self.options, **extra, stats=self.stats,  # type: ignore[arg-type]
+                               **kwargs)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             llm_worker.close(opened.close if opened is not None else None, wait=0)

@@ -58,6 +58,7 @@ class Reply:
     transcript: str | None = None
     text: str = ""
     tokens: int = 0
+    llm_seconds: float = 0.0
     started: float = field(default_factory=now)
     committed: asyncio.Event = field(default_factory=asyncio.Event)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
@@ -128,9 +129,12 @@ class Reply:
         stream = self.models.llm_worker.stream(
             self.models.responder.reply, self.history, self.transcript, priority=self.priority
         )
+        first_token: float | None = None
         try:
             async with contextlib.aclosing(stream):
                 async for piece in stream:
+                    first_token = first_token or now()
+                    self.llm_seconds = now() - first_token
                     self.timeline.stamp(TTFT)
                     self.tokens += 1
                     self.text += piece
