@@ -16,9 +16,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
+from pipeline.workers import Priority
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.timeline import ENDPOINT, SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline, now
@@ -34,6 +36,11 @@ class ConversationOptions:
     """Start the reply at silence onset and play it at the endpoint (DESIGN.md lever 1)."""
     barge_in_ms: int = 300
     """Voiced audio needed to interrupt the assistant: a cough or echo is shorter."""
+    endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
+    """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
+    partial_interval_s: float | None = 1.0
+    """Live captions: transcribe the utterance so far this often (None: off). They run at
+    background priority, behind every confirmed or speculative job."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,8 @@ class Conversation:
         self.barge_ins = 0
         self._reply: Reply | None = None
         self._task: asyncio.Task[None] | None = None
+        self._partial: asyncio.Task[None] | None = None
+        self._partial_at = 0.0
         self._group: asyncio.TaskGroup | None = None
 
     @property
@@ -98,14 +107,17 @@ class Conversation:
         """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
+                self._partial_at = 0.0
                 self.emit("speech_started", {})
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
+                self.endpointer.endpoint_ms = self.options.vad.endpoint_ms
                 self._cancel_speculation()
             elif isinstance(event, Endpoint):
                 self._on_endpoint(event)
         self._check_barge_in()
+        self._maybe_partial()
 
     def _on_endpoint(self, event: Endpoint) -> None:
         reply = self._reply
@@ -127,7 +139,7 @@ class Conversation:
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
-                      self.emit, speculative=speculative)
+                      self.emit, speculative=speculative, on_transcript=self._adapt_endpoint)
         if speculative:
             for stats in self._speculation():
                 stats.started += 1
@@ -148,6 +160,37 @@ class Conversation:
             return
         if reply.transcript:
             self._finish(reply, interrupted=False)
+
+    def _adapt_endpoint(self, reply: Reply, transcript: str) -> None:
+        """The speculative transcript decides how long the silence must last."""
+        if self.options.endpoint is None or reply is not self._reply or not reply.speculative:
+            return
+        self.endpointer.endpoint_ms = endpoint_silence_ms(
+            transcript, self.options.vad.endpoint_ms, self.options.endpoint
+        )
+
+    def _maybe_partial(self) -> None:
+        """Live captions while the user speaks, if the ASR worker has nothing better to do."""
+        interval = self.options.partial_interval_s
+        if (
+            interval is None
+            or self._group is None
+            or not self.endpointer.speaking
+            or self.endpointer.pausing
+            or (self._partial is not None and not self._partial.done())
+            or self.endpointer.utterance_s - self._partial_at < interval
+        ):
+            return
+        self._partial_at = self.endpointer.utterance_s
+        self._partial = self._group.create_task(self._caption(self.endpointer.utterance()))
+
+    async def _caption(self, audio: Any) -> None:
+        models = self.models
+        text = await models.asr_worker.run(
+            models.transcriber.transcribe, audio, priority=Priority.BACKGROUND
+        )
+        if text and self.endpointer.speaking:
+            self.emit("transcript", {"text": text, "final": False})
 
     def _speculation(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)

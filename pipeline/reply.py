@@ -55,6 +55,7 @@ class Reply:
     timeline: Timeline
     emit: Emit
     speculative: bool
+    on_transcript: Callable[[Reply, str], None] | None = None
     transcript: str | None = None
     text: str = ""
     tokens: int = 0
@@ -115,6 +116,8 @@ class Reply:
             models.transcriber.transcribe, self.audio, priority=self.priority
         )
         self.timeline.stamp(ASR_FINAL)
+        if self.on_transcript is not None:
+            self.on_transcript(self, self.transcript)
         if not self.transcript:
             return
         self._show("transcript", {"text": self.transcript, "final": True})

@@ -92,6 +92,20 @@ class Endpointer:
         """Voiced audio in the current utterance so far (for sustained-speech checks)."""
         return self._voiced_frames * FRAME_MS
 
+    @property
+    def pausing(self) -> bool:
+        """True between a silence onset and the endpoint (or resumed speech)."""
+        return self._state is _State.PAUSING
+
+    @property
+    def utterance_s(self) -> float:
+        """Length of the current utterance so far, pre-roll included."""
+        return len(self._utterance) * FRAME_MS / 1000
+
+    def utterance(self) -> Pcm:
+        """The current utterance's audio so far (for live captions)."""
+        return self._audio()
+
     def push(self, frame: AudioFrame) -> list[VadEvent]:
         """Classify one frame and advance; returns the events it caused (usually none)."""
         return self.advance(frame, self._classify(frame.pcm))

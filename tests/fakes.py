@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 import numpy as np
 
 from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm
 from pipeline.llm import Message
 from pipeline.reply import Models
@@ -148,11 +149,21 @@ ENDPOINT_FRAMES = TEST_VAD.endpoint_ms // 20
 
 
 def conversation(
-    models: Models, speaker: Speaker, *, speculate: bool = True, barge_in_ms: int = 200
+    models: Models,
+    speaker: Speaker,
+    *,
+    speculate: bool = True,
+    barge_in_ms: int = 200,
+    endpoint: EndpointOptions | None = None,
+    partial_interval_s: float | None = None,
 ) -> tuple[Conversation, list[tuple[str, dict[str, object]]]]:
-    """A conversation whose endpointer calls any non-zero frame speech, and its events."""
+    """A conversation whose endpointer calls any non-zero frame speech, and its events.
+
+    Adaptive endpointing and live captions are off unless asked for, so the scripted
+    transcripts are only consumed by replies."""
     events: list[tuple[str, dict[str, object]]] = []
-    options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms)
+    options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
+                                  endpoint=endpoint, partial_interval_s=partial_interval_s)
     conv = Conversation(
         models, speaker, options, emit=lambda kind, data: events.append((kind, data))
     )

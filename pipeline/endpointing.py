@@ -1,0 +1,46 @@
+"""Adaptive endpointing: how much silence ends a turn depends on what was said.
+
+A transcript that ends a sentence ("…today?") can end the turn after a short silence;
+one that trails off ("set a timer for…") waits longer. The transcript comes from the
+speculative ASR at silence onset, so the decision costs nothing extra. Pure logic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TRAILING_WORDS = frozenset(
+    """a an the and or but so because if then than that which who whose whom where when
+    while for to of in on at by with from into about like as is are was were be been am
+    my your his her its our their this these those some any um uh er hmm well also plus
+    minus times over under between what how why can could would should will shall do does
+    did please let me i i'm we you""".split()
+)
+_WORD = re.compile(r"[\w']+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointOptions:
+    complete_ms: int = 240
+    """Silence that ends a turn whose transcript is a finished sentence or question."""
+    trailing_ms: int = 1000
+    """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
+    Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.complete_ms <= self.trailing_ms:
+            raise ValueError("endpoint bounds must satisfy 0 < complete_ms ≤ trailing_ms")
+
+
+def endpoint_silence_ms(transcript: str, default_ms: int, options: EndpointOptions) -> int:
+    """The silence (ms) after which a turn with this transcript is over."""
+    text = transcript.strip()
+    words = _WORD.findall(text.lower())
+    if not words:
+        return default_ms
+    if words[-1] in _TRAILING_WORDS or text.endswith((",", "-", "—", "…", "...")):
+        return options.trailing_ms
+    if text.endswith(("?", "!", ".")):
+        return options.complete_ms
+    return default_ms
