@@ -24,6 +24,8 @@ class Settings:
     llm: LlmOptions = field(default_factory=LlmOptions)
     tts: TtsOptions = field(default_factory=TtsOptions)
     conversation: ConversationOptions = field(default_factory=ConversationOptions)
+    tts_cache: bool = True
+    reply_cache: bool = True
 
 
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
@@ -39,11 +41,16 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     llm_path = located["llm"].path
     llm_options = settings.llm
 
+    engine: Engine | None = None
+
     def open_llm() -> ClosableResponder:
-        responder = open_responder(llm_path, llm_options)
+        stats = engine.stats.draft if engine is not None else None
+        responder = open_responder(llm_path, llm_options, stats)
         return ClosableResponder(responder, responder.close)
 
     # Open one context now so that a broken GGUF fails at start-up, not at the first user.
     open_llm().close()
     log.info("models loaded in %.1f s", time.perf_counter() - started)
-    return Engine(transcriber, synthesizer, open_llm, settings.conversation), located
+    engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
+                    tts_cache=settings.tts_cache, reply_cache=settings.reply_cache)
+    return engine, located

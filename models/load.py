@@ -10,7 +10,9 @@ from pathlib import Path
 
 from models.locate import Located, ModelError, locate
 from pipeline.asr import AsrOptions, WhisperTranscriber
+from pipeline.drafts import Drafter, PromptLookup
 from pipeline.llm import LlamaResponder, LlmOptions
+from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
 
 log = logging.getLogger(__name__)
@@ -64,9 +66,16 @@ def load_synthesizer(path: Path, options: TtsOptions, use_cuda: bool = False) ->
     return PiperSynthesizer(voice, voice_id=path.stem, options=options)
 
 
-def open_responder(path: Path, options: LlmOptions) -> LlamaResponder:
+def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | None = None
+                   ) -> LlamaResponder:
     """A new llama context (weights are memory-mapped, so shared between contexts)."""
     from llama_cpp import Llama
+
+    drafter = None
+    if options.drafts or options.prompt_lookup:
+        drafter = Drafter(draft_stats)
+        if options.prompt_lookup:
+            drafter.always.append(PromptLookup)
 
     try:
         llama = Llama(
@@ -75,6 +84,7 @@ def open_responder(path: Path, options: LlmOptions) -> LlamaResponder:
             n_threads=options.threads,
             n_threads_batch=options.threads,
             n_gpu_layers=options.gpu_layers,
+            draft_model=drafter,
             verbose=False,
         )
     except (ValueError, RuntimeError, OSError) as error:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
+from pipeline.caches import ReplyCache
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
 from pipeline.workers import Priority
@@ -68,6 +69,7 @@ class Conversation:
         emit: Emit = _ignore,
         on_turn: Callable[[Turn], None] | None = None,
         stats: EngineStats | None = None,
+        reply_cache: ReplyCache | None = None,
     ) -> None:
         self.models = models
         self.speaker = speaker
@@ -79,6 +81,9 @@ class Conversation:
         self.turns: list[Turn] = []
         self.speculation = SpeculationStats()
         self.stats = stats or EngineStats()
+        self.reply_cache = reply_cache
+        self._respeculated: str | None = None
+        """The reply text of the last speculation the user talked over (a draft)."""
         self.barge_ins = 0
         self._reply: Reply | None = None
         self._task: asyncio.Task[None] | None = None
@@ -139,7 +144,8 @@ class Conversation:
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
-                      self.emit, speculative=speculative, on_transcript=self._adapt_endpoint)
+                      self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
+                      find_draft=self._draft)
         if speculative:
             for stats in self._speculation():
                 stats.started += 1
@@ -160,6 +166,19 @@ class Conversation:
             return
         if reply.transcript:
             self._finish(reply, interrupted=False)
+
+    def _cache_key(self, history: list[Message], transcript: str) -> str:
+        responder = self.models.responder
+        return ReplyCache.key(responder.model_id, responder.system_prompt, history, transcript)
+
+    def _draft(self, transcript: str) -> str | None:
+        """What we expect the reply to be: a verified reply to the same words in the same
+        state, else the reply speculated before the user went on talking."""
+        if self.reply_cache is not None:
+            cached = self.reply_cache.get(self._cache_key(self.history, transcript))
+            if cached is not None:
+                return cached
+        return self._respeculated
 
     def _adapt_endpoint(self, reply: Reply, transcript: str) -> None:
         """The speculative transcript decides how long the silence must last."""
@@ -212,6 +231,8 @@ class Conversation:
         reply = self._reply
         if reply is None or not reply.speculative or not self.busy:
             return
+        if reply.text:
+            self._respeculated = reply.text
         for stats in self._speculation():
             stats.cancelled += 1
             stats.wasted_tokens += reply.tokens
@@ -245,6 +266,9 @@ class Conversation:
 
     def _finish(self, reply: Reply, *, interrupted: bool) -> None:
         heard = reply.played_text if interrupted else reply.text.strip()
+        self._respeculated = None
+        if self.reply_cache is not None and not interrupted and reply.transcript:
+            self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.asr import Transcriber
+from pipeline.caches import CachedSynthesizer, ReplyCache
 from pipeline.conversation import Conversation, ConversationOptions
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
@@ -42,12 +43,18 @@ class Engine:
         synthesizer: Synthesizer,
         open_responder: Callable[[], ClosableResponder],
         options: ConversationOptions | None = None,
+        *,
+        tts_cache: bool = True,
+        reply_cache: bool = True,
     ) -> None:
-        self.transcriber = transcriber
-        self.synthesizer = synthesizer
-        self.open_responder = open_responder
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
+        self.transcriber = transcriber
+        self.synthesizer: Synthesizer = (
+            CachedSynthesizer(synthesizer, stats=self.stats.tts_cache) if tts_cache else synthesizer
+        )
+        self.reply_cache = ReplyCache(stats=self.stats.reply_cache) if reply_cache else None
+        self.open_responder = open_responder
         self.asr_worker = ModelWorker("asr")
         self.tts_worker = ModelWorker("tts")
 
@@ -72,11 +79,18 @@ class Engine:
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker)
             extra = {"emit": emit} if emit is not None else {}
-            yield Conversation(models, speaker, self.options, **extra, stats=self.stats,  # type: ignore[arg-type]
-                               **kwargs)
+            yield Conversation(models, speaker, self.options, **extra,  # type: ignore[arg-type]
+                               stats=self.stats, reply_cache=self.reply_cache, **kwargs)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             llm_worker.close(opened.close if opened is not None else None, wait=0)
+
+    def clear_caches(self) -> None:
+        """A setting that changes answers or voices changed: forget cached replies/audio."""
+        if self.reply_cache is not None:
+            self.reply_cache.clear()
+        if isinstance(self.synthesizer, CachedSynthesizer):
+            self.synthesizer.clear()
 
     def close(self) -> None:
         self.asr_worker.close()

@@ -14,6 +14,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
+from pipeline.drafts import Drafter, TextDraft
+
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
@@ -37,9 +41,14 @@ class Responder(Protocol):
     """One conversation's LLM. Blocking: iterate `reply` inside the context's worker."""
 
     model_id: str
+    system_prompt: str
 
-    def reply(self, history: Sequence[Message], user: str) -> Iterator[str]:
-        """Text pieces of the assistant's answer to `user` after `history`."""
+    def reply(
+        self, history: Sequence[Message], user: str, draft: str | None = None
+    ) -> Iterator[str]:
+        """Text pieces of the assistant's answer to `user` after `history`. `draft` is a
+        reply we expect (it may be wrong): a hint that can make decoding faster, never a
+        change to what is generated."""
         ...
 
     def warm(self, history: Sequence[Message]) -> None:
@@ -59,6 +68,10 @@ class LlmOptions:
     threads: int = 2
     gpu_layers: int = 0
     """Layers offloaded to a GPU (needs a CUDA build of llama-cpp-python); -1 = all."""
+    drafts: bool = True
+    """Verify expected replies (reply cache, re-speculation) as drafts (pipeline.drafts)."""
+    prompt_lookup: bool = False
+    """Prompt-lookup drafts: measured slower for chat on CPU (DESIGN.md), so off."""
 
 
 class LlamaResponder:
@@ -80,6 +93,10 @@ class LlamaResponder:
         self._stop = [eos] if eos else []
         self.tokens_generated = 0
 
+    @property
+    def system_prompt(self) -> str:
+        return self.options.system_prompt
+
     def prompt(self, history: Sequence[Message], user: str | None) -> str:
         messages = [{"role": "system", "content": self.options.system_prompt}]
         messages += [{"role": m.role, "content": m.content} for m in history]
@@ -99,8 +116,20 @@ class LlamaResponder:
             kept = kept[2:] if len(kept) >= 2 else []
         return kept
 
-    def reply(self, history: Sequence[Message], user: str) -> Iterator[str]:
+    def reply(
+        self, history: Sequence[Message], user: str, draft: str | None = None
+    ) -> Iterator[str]:
         prompt = self.prompt(self.fit(history, user), user)
+        drafter = self.drafter
+        if drafter is not None:
+            prompt_tokens = self.llama.tokenize(prompt.encode(), special=True)
+            sources = []
+            if draft and self.options.drafts:
+                sources.append(TextDraft("expected_reply", self._draft_tokens(draft)))
+            drafter.start(len(prompt_tokens), sources)
+            # Verifying a draft needs the logits of every drafted position; computing them
+            # for every prompt token too cost ~20 ms TTFT per turn, so only when drafting.
+            self.llama._logits_all = bool(drafter.sources)
         stream = self.llama.create_completion(
             prompt,
             max_tokens=self.options.max_tokens,
@@ -109,11 +138,24 @@ class LlamaResponder:
             stop=self._stop,
             stream=True,
         )
-        for chunk in stream:
-            text = chunk["choices"][0]["text"]  # type: ignore[index]
-            self.tokens_generated += 1
-            if text:
-                yield text
+        try:
+            for chunk in stream:
+                text = chunk["choices"][0]["text"]  # type: ignore[index]
+                self.tokens_generated += 1
+                if text:
+                    yield text
+        finally:
+            if drafter is not None:
+                drafter.finish(np.asarray(self.llama._input_ids, np.intc))
+
+    @property
+    def drafter(self) -> Drafter | None:
+        model = getattr(self.llama, "draft_model", None)
+        return model if isinstance(model, Drafter) else None
+
+    def _draft_tokens(self, draft: str) -> list[int]:
+        tokens = self.llama.tokenize(draft.strip().encode(), add_bos=False, special=True)
+        return [*tokens, self.llama.token_eos()] if self._stop else tokens
 
     def warm(self, history: Sequence[Message]) -> None:
         prefix = self.prompt(history, None)

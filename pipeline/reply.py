@@ -56,6 +56,8 @@ class Reply:
     emit: Emit
     speculative: bool
     on_transcript: Callable[[Reply, str], None] | None = None
+    find_draft: Callable[[str], str | None] | None = None
+    """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
     transcript: str | None = None
     text: str = ""
     tokens: int = 0
@@ -129,8 +131,11 @@ class Reply:
 
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
         splitter = ClauseSplitter()
+        assert self.transcript is not None
+        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
         stream = self.models.llm_worker.stream(
-            self.models.responder.reply, self.history, self.transcript, priority=self.priority
+            self.models.responder.reply, self.history, self.transcript, draft,
+            priority=self.priority,
         )
         first_token: float | None = None
         try:

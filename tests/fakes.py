@@ -60,12 +60,14 @@ class FakeResponder:
     """Streams a canned reply piece by piece, optionally slowly; records how it ended."""
 
     model_id = "fake-llm"
+    system_prompt = "Be brief."
 
     def __init__(self, pieces: Sequence[str], delay_s: float = 0.0) -> None:
         self.pieces = list(pieces)
         self.delay_s = delay_s
         self.histories: list[list[Message]] = []
         self.users: list[str] = []
+        self.drafts: list[str | None] = []
         self.threads: list[str] = []
         self.produced = 0
         self.started = threading.Event()
@@ -76,9 +78,12 @@ class FakeResponder:
     def text(self) -> str:
         return "".join(self.pieces)
 
-    def reply(self, history: Sequence[Message], user: str) -> Iterator[str]:
+    def reply(
+        self, history: Sequence[Message], user: str, draft: str | None = None
+    ) -> Iterator[str]:
         self.histories.append(list(history))
         self.users.append(user)
+        self.drafts.append(draft)
         self.threads.append(threading.current_thread().name)
         self.started.set()
         try:

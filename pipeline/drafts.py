@@ -1,0 +1,100 @@
+"""Draft-and-verify decoding: one mechanism, pluggable draft sources.
+
+A source proposes the next few tokens of the reply; llama.cpp evaluates them in one batch
+and keeps the longest prefix the target model would have chosen itself (llama-cpp-python's
+`draft_model` hook), so every emitted token is still the target model's choice. Sources:
+
+- `TextDraft`: a whole reply we expect — from the verified reply cache, or the reply
+  speculated for a transcript that then changed. A cached reply is only ever a draft, so
+  nothing stale is served: the model checks every token.
+- `PromptLookup`: continue an n-gram already in the prompt (llama-cpp-python's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from llama_cpp.llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
+
+from pipeline.stats import DraftStats
+
+Tokens = npt.NDArray[np.intc]
+_EMPTY: Tokens = np.zeros(0, np.intc)
+
+
+class DraftSource(Protocol):
+    name: str
+
+    def propose(self, generated: Tokens, context: Tokens) -> Tokens:
+        """Up to a few tokens that may follow `generated` (the reply so far)."""
+        ...
+
+
+class TextDraft:
+    """Proposes the continuation of an expected reply while the output still follows it."""
+
+    def __init__(self, name: str, tokens: Sequence[int], max_tokens: int = 16) -> None:
+        self.name = name
+        self.tokens = np.asarray(tokens, np.intc)
+        self.max_tokens = max_tokens
+
+    def propose(self, generated: Tokens, context: Tokens) -> Tokens:
+        n = len(generated)
+        if n >= len(self.tokens) or not np.array_equal(self.tokens[:n], generated):
+            return _EMPTY
+        return self.tokens[n : n + self.max_tokens]
+
+
+class PromptLookup:
+    name = "prompt_lookup"
+
+    def __init__(self, max_ngram_size: int = 2, num_pred_tokens: int = 8) -> None:
+        self._lookup = LlamaPromptLookupDecoding(max_ngram_size, num_pred_tokens)
+
+    def propose(self, generated: Tokens, context: Tokens) -> Tokens:
+        return np.asarray(self._lookup(context), np.intc)
+
+
+class Drafter(LlamaDraftModel):
+    """The `draft_model` llama.cpp calls after each verified step; asks each source in turn."""
+
+    def __init__(self, stats: DraftStats | None = None) -> None:
+        self.stats = stats or DraftStats()
+        self.sources: list[DraftSource] = []
+        self.always: list[Callable[[], DraftSource]] = []
+        self._prompt_len = 0
+        self._pending: tuple[int, Tokens] | None = None
+
+    def start(self, prompt_len: int, sources: Sequence[DraftSource]) -> None:
+        """A new reply begins after `prompt_len` prompt tokens."""
+        self._prompt_len = prompt_len
+        self.sources = [*sources, *(make() for make in self.always)]
+        self._pending = None
+
+    def __call__(self, input_ids: Tokens, /, **_kwargs: Any) -> Tokens:
+        self._account(input_ids)
+        generated = input_ids[self._prompt_len :]
+        for source in self.sources:
+            proposal = source.propose(generated, input_ids)
+            if len(proposal):
+                self._pending = (len(input_ids), proposal)
+                self.stats.proposed += len(proposal)
+                return proposal
+        return _EMPTY
+
+    def finish(self, output: Tokens) -> None:
+        """The reply ended: account the last proposal against the final output."""
+        self._account(output)
+        self.sources = []
+
+    def _account(self, input_ids: Tokens) -> None:
+        if self._pending is None:
+            return
+        start, proposal = self._pending
+        self._pending = None
+        verified = input_ids[start : start + len(proposal)]
+        matches = np.cumprod(verified == proposal[: len(verified)])
+        self.stats.accepted += int(matches.sum())

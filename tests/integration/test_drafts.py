@@ -1,0 +1,54 @@
+"""Draft-and-verify on the real LLM: drafts change speed, never what is said."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.utterances import questions
+from models.load import open_responder
+from models.locate import locate
+from pipeline.llm import LlmOptions
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def plain_replies() -> dict[str, str]:
+    responder = open_responder(locate("llm").path, LlmOptions(drafts=False))
+    try:
+        return {q: "".join(responder.reply([], q)) for q in questions()}
+    finally:
+        responder.close()
+
+
+@pytest.fixture
+def drafting():
+    responder = open_responder(locate("llm").path, LlmOptions(drafts=True))
+    yield responder
+    responder.close()
+
+
+def test_a_wrong_draft_is_rejected_and_the_output_is_plain_decoding(
+    drafting, plain_replies: dict[str, str]
+) -> None:
+    """Every emitted token is the target model's choice: a draft that is nonsense for the
+    question is rejected and the answer matches plain greedy decoding."""
+    agree = 0
+    for question, plain in plain_replies.items():
+        out = "".join(drafting.reply([], question, draft="Purple bananas sing at midnight."))
+        agree += out == plain
+    assert drafting.drafter.stats.accepted <= drafting.drafter.stats.proposed // 4
+    assert agree >= len(plain_replies) - 1, f"{agree}/{len(plain_replies)} agree"
+
+
+def test_the_right_draft_is_mostly_accepted_and_agrees_with_plain_decoding(
+    drafting, plain_replies: dict[str, str]
+) -> None:
+    """A cached reply as draft: most tokens are accepted in batches, and the output still
+    matches plain decoding except where batched evaluation breaks a numerical tie."""
+    agree = 0
+    for question, plain in plain_replies.items():
+        agree += "".join(drafting.reply([], question, draft=plain)) == plain
+    stats = drafting.drafter.stats
+    assert stats.acceptance is not None and stats.acceptance > 0.6, stats
+    assert agree >= len(plain_replies) * 0.6, f"{agree}/{len(plain_replies)} agree"
