@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,13 @@ from typing import Any
 from aiohttp import web
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
+from app import dashboard as dash
+from app.metrics import LoopLag, latency_summary, waterfall
+from app.prometheus import CONTENT_TYPE, Metrics
 from app.session import Session
 from pipeline.conversation import Turn
 from pipeline.engine import Engine
+from pipeline.timeline import TTFA_BROWSER
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +41,62 @@ class ServerOptions:
     stun: tuple[str, ...] = ()
     """STUN URLs; none by default (aiortc would otherwise reach for a public one)."""
     recent_turns: int = 200
+    """Turns kept for /api/turns and the dashboard; the rolling percentiles cover these."""
+    slo_ttfa_ms: float = 800.0
+    """The TTFA objective the dashboard reports attainment against (browser TTFA where the
+    page measured it, else the server's)."""
 
 
 @dataclass
 class Sessions:
-    """The live sessions and the recent turns they produced."""
+    """The live sessions, the recent turns they produced, and what watches them: the
+    dashboard feed, the Prometheus metrics and the event-loop lag probe."""
 
     engine: Engine
     options: ServerOptions
     live: dict[int, Session] = field(default_factory=dict)
     turns: deque[dict[str, Any]] = field(default_factory=deque)
+    hub: dash.Hub = field(default_factory=dash.Hub)
+    lag: LoopLag = field(default_factory=LoopLag)
+    metrics: Metrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = Metrics(self.engine.stats.snapshot, lambda: len(self.live),
+                               lambda: self.lag.summary()["max"])
 
     def record_turn(self, session: Session, turn: Turn) -> None:
-        self.turns.append({"session": session.id, "turn": turn.index,
-                           "transcript": turn.transcript, "reply": turn.reply, "heard": turn.heard,
-                           "interrupted": turn.interrupted,
-                           "timeline_ms": turn.timeline.relative_ms()})
+        """A finished turn: keep it, observe its latencies, push it to the dashboards."""
+        timeline_ms = turn.timeline.relative_ms()
+        record = {"session": session.id, "turn": turn.index,
+                  "transcript": turn.transcript, "reply": turn.reply, "heard": turn.heard,
+                  "interrupted": turn.interrupted, "timeline_ms": timeline_ms,
+                  "waterfall": waterfall(timeline_ms)}
+        self.turns.append(record)
         while len(self.turns) > self.options.recent_turns:
             self.turns.popleft()
+        self.metrics.observe_turn(timeline_ms)
+        self.hub.publish("turn", record)
+        if self.hub.clients:  # the percentiles moved: show them now, not at the next tick
+            self.hub.publish("stats", self.stats())
+
+    def record_heard(self, session: Session, turn: Turn) -> None:
+        """The page's TTFA arrived after the turn was recorded: update the record."""
+        record = next((r for r in reversed(self.turns)
+                       if r["session"] == session.id and r["turn"] == turn.index), None)
+        if record is None or TTFA_BROWSER in record["timeline_ms"]:
+            return
+        record["timeline_ms"] = turn.timeline.relative_ms()
+        record["waterfall"] = waterfall(record["timeline_ms"])
+        if (ms := record["timeline_ms"].get(TTFA_BROWSER)) is not None:
+            self.metrics.observe_heard(ms)
+        self.hub.publish("turn", record)
+
+    def stats(self) -> dict[str, Any]:
+        """What the dashboard shows besides the turns themselves."""
+        return {**latency_summary(self.turns, self.options.slo_ttfa_ms),
+                "engine": self.engine.stats.snapshot(), "loop_lag_ms": self.lag.summary(),
+                "sessions": len(self.live), "dashboards": len(self.hub.clients),
+                "dashboards_dropped": self.hub.dropped, "window": len(self.turns)}
 
     def forget(self, session: Session) -> None:
         self.live.pop(session.id, None)
@@ -105,7 +148,8 @@ async def offer(request: web.Request) -> web.Response:
     servers = [RTCIceServer(urls=url) for url in sessions.options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     session = Session(pc, sessions.engine, idle_timeout=sessions.options.idle_timeout_s,
-                      on_turn=sessions.record_turn, on_closed=sessions.forget)
+                      on_turn=sessions.record_turn, on_heard=sessions.record_heard,
+                      on_closed=sessions.forget)
     sessions.live[session.id] = session
     try:
         await pc.setRemoteDescription(description)
@@ -130,6 +174,11 @@ async def dashboard(_request: web.Request) -> web.FileResponse:
 async def api_turns(request: web.Request) -> web.Response:
     sessions: Sessions = request.app["sessions"]
     return web.json_response({"turns": list(sessions.turns)})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    sessions: Sessions = request.app["sessions"]
+    return web.Response(body=sessions.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
 async def health(request: web.Request) -> web.Response:
@@ -162,10 +211,29 @@ def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Applic
     app.router.add_static("/static", WEB_DIR)
     app.router.add_post("/offer", offer)
     app.router.add_get("/api/turns", api_turns)
+    app.router.add_get("/api/stats", dash.api_stats)
+    app.router.add_get("/ws/dashboard", dash.feed)
+    app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", health)
 
     async def on_shutdown(_app: web.Application) -> None:
+        sessions.hub.close_all("server shutting down")
         await sessions.close_all()
 
     app.on_shutdown.append(on_shutdown)
+    app.cleanup_ctx.append(_background)
     return app
+
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    """The app's own tasks: the loop-lag probe and the dashboards' stats ticker. They live
+    from start-up to cleanup and are cancelled (and awaited) there."""
+    sessions: Sessions = app["sessions"]
+    tasks = [asyncio.create_task(sessions.lag.run(), name="loop-lag"),
+             asyncio.create_task(dash.publish_stats(sessions), name="dashboard-stats")]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)

@@ -11,16 +11,17 @@ import asyncio
 import itertools
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
 from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection
 
 from app.webrtc import SpeakerTrack, mic_frames
-from pipeline.conversation import Turn
+from pipeline.conversation import Conversation, Turn
 from pipeline.engine import Engine
 from pipeline.speaker import Speaker
-from pipeline.timeline import now
+from pipeline.timeline import TTFA_BROWSER, now
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class Session:
         idle_timeout: float,
         on_turn: Callable[[Session, Turn], None],
         on_closed: Callable[[Session], None],
+        on_heard: Callable[[Session, Turn], None] | None = None,
     ) -> None:
         self.id = next(_ids)
         self.pc = pc
@@ -47,9 +49,11 @@ class Session:
         self.speaker_track = SpeakerTrack(self.speaker)
         self.channel: RTCDataChannel | None = None
         self.task: asyncio.Task[None] | None = None
+        self.conversation: Conversation | None = None
         self.started = now()
         self._pending: list[str] = []
         self._on_turn = on_turn
+        self._on_heard = on_heard
         self._on_closed = on_closed
         self._closed = False
         self._closer: asyncio.Task[None] | None = None
@@ -67,6 +71,7 @@ class Session:
         try:
             async with self.engine.open(self.speaker, emit=self.emit,
                                         on_turn=lambda turn: self._on_turn(self, turn)) as conv:
+                self.conversation = conv
                 self.emit("ready", {})
                 await conv.run(mic_frames(track, self.idle_timeout))
             log.info("session %s: microphone ended", self.id)
@@ -75,6 +80,7 @@ class Session:
             self.emit("error", {"message": "the conversation failed on the server"})
         finally:
             self.task = None
+            self.conversation = None
             # Owned by the session; close() never cancels the task that called it.
             self._closer = asyncio.get_running_loop().create_task(self.close())
 
@@ -97,6 +103,27 @@ class Session:
             return
         if kind == "ping":
             self.emit("pong", {"t": data.get("t"), "server_t": now()})
+        elif kind == "audio_onset":
+            self._on_audio_onset(data.get("server_t"))
+
+    def _on_audio_onset(self, server_t: object) -> None:
+        """The page heard reply audio start at `server_t` (already on the server's clock):
+        the browser TTFA of the reply it belongs to."""
+        if (isinstance(server_t, bool) or not isinstance(server_t, (int, float))
+                or not math.isfinite(server_t)):
+            self.emit("error", {"message": "audio_onset needs 'server_t': a finite number of "
+                                           "seconds on the server's clock"})
+            return
+        conv = self.conversation
+        if conv is None:
+            return  # the conversation has not started or has ended: nothing to stamp
+        # Usually the reply is still playing; if its turn was already recorded, the
+        # records must learn of the stamp too.
+        recorded = [turn for turn in conv.turns[-2:] if not turn.timeline.has(TTFA_BROWSER)]
+        conv.heard_at(float(server_t))
+        for turn in recorded:
+            if turn.timeline.has(TTFA_BROWSER) and self._on_heard is not None:
+                self._on_heard(self, turn)
 
     async def _on_state(self) -> None:
         if self.pc.connectionState in ("failed", "closed"):

@@ -12,7 +12,8 @@ const ui = {
 // Arrays accumulate over the page's life (across reconnects).
 const apace = {
   state: "idle", messages: [], transcripts: [], replies: [], turns: [],
-  audio: { maxRms: 0, onsets: [] }, rttMs: null, connect, hangup,
+  audio: { maxRms: 0, onsets: [], reported: [] }, rttMs: null, clock: null, connect, hangup,
+  clockEstimate,
 };
 window.apace = apace;
 
@@ -47,8 +48,13 @@ const INSECURE = "The microphone is unavailable because this page is not a secur
 
 async function connect() {
   if (session) return; // already connecting or connected
-  const s = { pc: null, dc: null, mic: null, audioCtx: null, timers: [], raf: 0 };
+  const s = {
+    pc: null, dc: null, mic: null, audioCtx: null, timers: [], raf: 0,
+    // Page → server clock: {offsetS, rttMs} from the best ping so far (null until one).
+    clock: null, unsentOnsets: [],
+  };
   session = s;
+  apace.clock = null;
   showNotice("");
   setState("connecting");
   // Create and resume the AudioContext before the first await, while we are
@@ -143,7 +149,7 @@ function wirePeer(s) {
       hangup();
     }
   };
-  s.dc.onopen = () => s.timers.push(startPings(s.dc));
+  s.dc.onopen = () => s.timers.push(...startPings(s.dc));
   s.dc.onmessage = (ev) => { if (session === s) onMessage(ev.data); };
   s.dc.onclose = () => { if (session === s) hangup(); };
 }
@@ -175,18 +181,56 @@ function stopMedia(s) {
 
 // ------------------------------------------------------------- clock probing
 
-// The server echoes t back, so the round trip needs no shared clock; the
-// server also uses these pings to estimate the clock offset.
+// The server echoes t back with its own clock (server_t, monotonic seconds), so
+// each pong gives the round trip and an estimate of the offset between the
+// page's clock and the server's. A burst at connect gives an estimate before
+// the first reply can play; the slow pings then catch a quieter moment.
+const QUICK_PINGS = 5;
+const QUICK_PING_MS = 60;
+const PING_MS = 2000;
+
 function startPings(dc) {
   const send = () => {
     if (dc.readyState === "open") dc.send(JSON.stringify({ type: "ping", t: performance.now() }));
   };
   send();
-  return setInterval(send, 2000);
+  const quick = [];
+  for (let i = 1; i < QUICK_PINGS; i++) quick.push(setTimeout(send, i * QUICK_PING_MS));
+  return [...quick, setInterval(send, PING_MS)];
 }
 
-function onPong(msg) {
-  if (typeof msg.t === "number") apace.rttMs = Math.round((performance.now() - msg.t) * 10) / 10;
+// One ping's estimate: the server read its clock, most likely, halfway through
+// the round trip. The error is at most rtt/2, so the shortest round trip wins.
+function clockEstimate(sentMs, receivedMs, serverT) {
+  const rttMs = receivedMs - sentMs;
+  return { offsetS: serverT - (sentMs + rttMs / 2) / 1000, rttMs };
+}
+
+function onPong(s, msg) {
+  if (typeof msg.t !== "number") return;
+  const received = performance.now();
+  apace.rttMs = Math.round((received - msg.t) * 10) / 10;
+  if (typeof msg.server_t !== "number") return;
+  const estimate = clockEstimate(msg.t, received, msg.server_t);
+  if (s.clock && s.clock.rttMs <= estimate.rttMs) return;
+  s.clock = estimate;
+  apace.clock = estimate;
+  const waiting = s.unsentOnsets;
+  s.unsentOnsets = [];
+  waiting.forEach((t) => reportOnset(s, t));
+}
+
+// Tell the server when reply audio started playing here, on its clock: its
+// TTFA (browser), the ground truth the dashboard shows.
+function reportOnset(s, t) {
+  if (!s.clock) {
+    s.unsentOnsets.push(t); // sent once the first pong has come back
+    return;
+  }
+  const serverT = t / 1000 + s.clock.offsetS;
+  if (!s.dc || s.dc.readyState !== "open") return;
+  s.dc.send(JSON.stringify({ type: "audio_onset", server_t: serverT }));
+  apace.audio.reported.push({ t, server_t: serverT, rttMs: s.clock.rttMs });
 }
 
 // --------------------------------------------------------------- audio meter
@@ -206,7 +250,9 @@ function startMeter(s, stream) {
     const rms = Math.sqrt(sum / buf.length);
     if (rms > apace.audio.maxRms) apace.audio.maxRms = rms;
     if (armed && rms > ONSET_ON) {
-      apace.audio.onsets.push(performance.now());
+      const t = performance.now();
+      apace.audio.onsets.push(t);
+      if (session === s) reportOnset(s, t);
       armed = false;
     } else if (rms < ONSET_REARM) {
       armed = true;
@@ -237,7 +283,7 @@ function onMessage(data) {
     case "barge_in": onBargeIn(); break;
     case "turn": onTurn(msg); break;
     case "error": onServerError(msg); break;
-    case "pong": onPong(msg); break;
+    case "pong": onPong(session, msg); break;
   }
 }
 

@@ -1,0 +1,120 @@
+"""`GET /metrics`: Prometheus text format from the server's own registry.
+
+Latency histograms are observed when a turn is recorded (and TTFA in the browser when the
+page reports it). Counters mirror `engine.stats` and are read at scrape time by a custom
+collector, so there is one source of truth and nothing to keep in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.registry import Collector
+
+from pipeline.timeline import ASR_FINAL, ENDPOINT, TTFA_BROWSER, TTFA_SERVER, TTFT, TTUA
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0,
+                   1.25, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0)
+"""Seconds. Dense around the 0.2-1 s region where the TTFA objective lives."""
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""What generate_latest writes; every Prometheus version reads it."""
+
+Snapshot = Callable[[], Mapping[str, Any]]
+
+
+class EngineCollector(Collector):
+    """The engine's counters (pipeline/stats.py) and live gauges, read at scrape time."""
+
+    def __init__(self, snapshot: Snapshot, sessions: Callable[[], int],
+                 loop_lag_ms: Callable[[], float | None]) -> None:
+        self.snapshot = snapshot
+        self.sessions = sessions
+        self.loop_lag_ms = loop_lag_ms
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.snapshot()
+        yield _counter("apace_turns", "Finished turns.", stats["turns"])
+        yield _counter("apace_barge_ins", "Replies the user interrupted.", stats["barge_ins"])
+        yield _counter("apace_llm_tokens", "LLM tokens generated for finished turns.",
+                       stats["llm_tokens"])
+        speculation = stats["speculation"]
+        outcomes = CounterMetricFamily(
+            "apace_speculation", "Speculative replies started at silence onset, by outcome.",
+            labels=["outcome"])
+        for outcome in ("started", "committed", "cancelled"):
+            outcomes.add_metric([outcome], speculation[outcome])
+        yield outcomes
+        yield _counter("apace_speculation_wasted_tokens",
+                       "LLM tokens spent on cancelled speculative replies.",
+                       speculation["wasted_tokens"])
+        yield _counter("apace_speculation_wasted_seconds",
+                       "Time cancelled speculative replies ran before cancellation.",
+                       speculation["wasted_ms"] / 1000.0)
+        hits = CounterMetricFamily("apace_cache_hits", "Cache hits.", labels=["cache"])
+        misses = CounterMetricFamily("apace_cache_misses", "Cache misses.", labels=["cache"])
+        for cache in ("reply", "tts"):
+            hits.add_metric([cache], stats[f"{cache}_cache"]["hits"])
+            misses.add_metric([cache], stats[f"{cache}_cache"]["misses"])
+        yield hits
+        yield misses
+        drafts = CounterMetricFamily("apace_draft_tokens", "Draft tokens, by outcome.",
+                                     labels=["outcome"])
+        drafts.add_metric(["proposed"], stats["draft"]["proposed"])
+        drafts.add_metric(["accepted"], stats["draft"]["accepted"])
+        yield drafts
+        yield GaugeMetricFamily("apace_sessions", "Active WebRTC sessions.", value=self.sessions())
+        lag = self.loop_lag_ms()
+        if lag is not None:
+            yield GaugeMetricFamily("apace_event_loop_lag_seconds",
+                                    "Worst event-loop wake-up delay over the last few seconds.",
+                                    value=lag / 1000.0)
+
+
+def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, documentation, value=value)
+
+
+class Metrics:
+    """apace's own registry (not the process-global one, so tests and several apps in one
+    process never collide)."""
+
+    def __init__(self, snapshot: Snapshot, sessions: Callable[[], int],
+                 loop_lag_ms: Callable[[], float | None] = lambda: None) -> None:
+        self.registry = CollectorRegistry()
+
+        def histogram(name: str, what: str, labels: tuple[str, ...] = ()) -> Histogram:
+            return Histogram(name, f"End of user speech to {what}.", labels,
+                             buckets=LATENCY_BUCKETS, registry=self.registry)
+
+        self.ttfa = histogram("apace_ttfa_seconds",
+                              "the first reply audio: leaving the server, or playing in the "
+                              "browser", ("where",))
+        self.stages = {
+            ENDPOINT: histogram("apace_endpoint_seconds", "the endpoint decision"),
+            ASR_FINAL: histogram("apace_asr_final_seconds", "the final transcript"),
+            TTFT: histogram("apace_ttft_seconds", "the first LLM token of the played reply"),
+            TTUA: histogram("apace_ttua_seconds", "the first complete sentence sent"),
+        }
+        for where in ("server", "browser"):  # exported (count 0) before the first turn
+            self.ttfa.labels(where=where)
+        self.registry.register(EngineCollector(snapshot, sessions, loop_lag_ms))
+
+    def observe_turn(self, timeline_ms: Mapping[str, float]) -> None:
+        """A recorded turn: every latency it reached."""
+        for name, histogram in self.stages.items():
+            if (ms := timeline_ms.get(name)) is not None:
+                histogram.observe(ms / 1000.0)
+        if (ms := timeline_ms.get(TTFA_SERVER)) is not None:
+            self.ttfa.labels(where="server").observe(ms / 1000.0)
+        if (ms := timeline_ms.get(TTFA_BROWSER)) is not None:
+            self.observe_heard(ms)
+
+    def observe_heard(self, ttfa_browser_ms: float) -> None:
+        self.ttfa.labels(where="browser").observe(ttfa_browser_ms / 1000.0)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

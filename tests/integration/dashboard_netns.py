@@ -1,0 +1,144 @@
+"""One spoken turn on the talk page while the dashboard watches, in headless Chromium,
+inside a network namespace holding only `lo`.
+
+tests/integration/test_dashboard_browser.py runs this as
+`unshare --net -- python -m tests.integration.dashboard_netns QUESTION.wav OUT.json SHOT.png`.
+It reuses the talk-page harness of tests/browser/netns_run.py (Chromium flags, `lo`, log
+draining, polling). OUT.json is always written: what the test asserts on, or an "error"
+with the server log and both pages' consoles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, Response, sync_playwright
+
+from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, lo_up, wait_until
+from tests.integration.server import ServerProcess
+
+# What the dashboard shows, read from the DOM (what a person sees), per turn card.
+DASHBOARD = """
+() => ({
+  feed: window.dashboard.state.feed,
+  visibility: document.visibilityState,
+  cards: [...document.querySelectorAll(".turn-card")].map((card) => ({
+    key: card.dataset.key,
+    head: card.querySelector(".turn-head").textContent,
+    numbers: Object.fromEntries([...card.querySelectorAll("[data-metric]")].map((li) =>
+      [li.dataset.metric, { ms: Number(li.dataset.ms), text: li.querySelector("b").textContent }])),
+    bars: [...card.querySelectorAll("g.stage")].map((g) => ({
+      name: g.dataset.stage, width: Number(g.querySelector("rect").getAttribute("width")) })),
+  })),
+  tiles: Object.fromEntries([...document.querySelectorAll(".tile")].map((tile) =>
+    [tile.id, tile.innerText.replace(/\\s+/g, " ").trim()])),
+})
+"""
+
+TALK = """
+() => ({
+  state: window.apace.state,
+  visibility: document.visibilityState,
+  turns: window.apace.turns,
+  onsets: window.apace.audio.onsets,
+  reported: window.apace.audio.reported,
+  clock: window.apace.clock,
+  // The page's own arithmetic on a known ping: sent at 1000 ms, back at 1010 ms, stamped
+  // 50 s on the server's clock.
+  estimate: window.apace.clockEstimate(1000, 1010, 50),
+  maxRms: window.apace.audio.maxRms,
+})
+"""
+
+HEARD = ("window.dashboard.turns().some((t) => t.timeline_ms.ttfa_browser != null) && "
+         "document.querySelector('[data-metric=ttfa_browser]') !== null")
+
+
+def _log_page(page: Page, name: str, console: list[str]) -> None:
+    def failed(response: Response) -> None:
+        if response.status >= 400:
+            console.append(f"{name} http {response.status}: {response.url}")
+
+    page.on("console", lambda m: console.append(f"{name} {m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"{name} pageerror: {e}"))
+    page.on("response", failed)
+
+
+def watch(wav: Path, shot: Path, result: dict[str, Any]) -> None:
+    server = ServerProcess("--host", "127.0.0.1")
+    result["server_pid"] = server.proc.pid
+    reader = drain(server)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"],
+            )
+            try:
+                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                dashboard, talk = context.new_page(), context.new_page()
+                _log_page(dashboard, "dashboard", result["console"])
+                _log_page(talk, "talk", result["console"])
+                dashboard.goto(server.url + "/dashboard")
+                wait_until(dashboard, "window.dashboard.state.feed === 'live'", 10, "live feed")
+                talk.bring_to_front()  # a background tab's timers would blur the onset time
+                talk.goto(server.url + "/")
+                talk.click("#talk")
+                wait_until(talk, "window.apace.state === 'listening'", 20, "connection")
+                wait_until(talk, "window.apace.turns.length >= 1", 120, "finished turn")
+                wait_until(dashboard, HEARD, 10, "browser TTFA on the dashboard")
+                result["talk"] = talk.evaluate(TALK)
+                result["api_turns"] = server.get("/api/turns")["turns"]
+                result["api_stats"] = server.get("/api/stats")
+                with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
+                    result["metrics"] = response.read().decode()
+                time.sleep(1.2)  # one stats tick, so the tiles show this turn
+                dashboard.bring_to_front()
+                result["dashboard"] = dashboard.evaluate(DASHBOARD)
+                shot.parent.mkdir(parents=True, exist_ok=True)
+                dashboard.screenshot(path=str(shot), full_page=True)
+                talk.click("#talk")  # hang up, so the server closes the session cleanly
+                wait_until(talk, "window.apace.state === 'closed'", 10, "hang-up")
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        reader.join(timeout=5)
+        result["server_log"] = server.log.decode(errors="replace")
+
+
+def main() -> int:
+    wav, out, shot = map(Path, sys.argv[1:4])
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(f"terminated by signal {signum}")
+
+    signal.signal(signal.SIGTERM, terminated)
+    result: dict[str, Any] = {"error": None, "console": [],
+                              "netns": os.readlink("/proc/self/ns/net")}
+    started = time.monotonic()
+    try:
+        lo_up()
+        result["interfaces"] = sorted(name for _, name in socket.if_nameindex())
+        watch(wav, shot, result)
+    except BaseException as error:
+        result["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
+        if not isinstance(error, Exception):
+            raise
+    finally:
+        result["elapsed_s"] = round(time.monotonic() - started, 1)
+        out.write_text(json.dumps(result, indent=2))
+    return 1 if result["error"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
