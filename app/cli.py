@@ -14,7 +14,9 @@ from models.load import ModelChoice
 from models.locate import SPECS, ModelError, config_path, locate
 from pipeline.asr import AsrOptions
 from pipeline.audio import AudioError, write_wav
+from pipeline.clauses import ClauseOptions
 from pipeline.conversation import ConversationOptions
+from pipeline.endpointing import EndpointOptions
 from pipeline.llm import LlmOptions
 from pipeline.timeline import METRICS
 from pipeline.vad import VadOptions
@@ -52,14 +54,26 @@ def settings_from(args: argparse.Namespace) -> Any:
     if args.threads < 0:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
     llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
+                     reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
+                     prompt_lookup=args.prompt_lookup,
                      **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
+    if args.asr_window is not None and not 1 <= args.asr_window <= 30:
+        raise UsageError("--asr-window must be 1-30 seconds")
+    asr = AsrOptions(windows_s=(args.asr_window,) if args.asr_window else AsrOptions().windows_s)
     return Settings(
         models=ModelChoice(asr=args.asr_model, llm=args.llm_model, tts=args.tts_voice,
                            asr_device=args.asr_device, threads=args.threads,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
-        asr=AsrOptions(),
+        asr=asr,
         llm=llm,
-        conversation=ConversationOptions(vad=vad, speculate=not args.no_speculate),
+        conversation=ConversationOptions(
+            vad=vad, speculate=not args.no_speculate,
+            endpoint=None if args.fixed_endpoint else EndpointOptions(),
+            clauses=ClauseOptions(early_first_clause=not args.sentence_clauses),
+            partial_interval_s=None if args.no_captions else 1.0,
+        ),
+        tts_cache=not args.no_tts_cache,
+        reply_cache=not args.no_drafts,
     )
 
 
@@ -125,6 +139,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.bench import bench
+
+    if args.rounds < 1:
+        raise UsageError("--rounds must be at least 1")
+    folder = Path(args.utterances) if args.utterances else None
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"--utterances {folder} is not a folder of WAV files")
+    try:
+        bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
+              out=Path(args.out), server_args=args.server_arg or ())
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
 def _print_turns(result: Any) -> None:
     for turn in result.turns:
         print(f"you:   {turn.transcript}")
@@ -169,8 +201,24 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
                        help="silence that ends the user's turn (default %(default)s)")
     group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
-    group.add_argument("--no-speculate", action="store_true",
-                       help="wait for the endpoint before starting the reply (slower)")
+    levers = parser.add_argument_group("latency levers (all on by default; off to measure)")
+    levers.add_argument("--no-speculate", action="store_true",
+                        help="wait for the endpoint before starting the reply")
+    levers.add_argument("--fixed-endpoint", action="store_true",
+                        help="always wait --endpoint-ms of silence (no adaptive endpointing)")
+    levers.add_argument("--asr-window", type=int, metavar="S",
+                        help="one fixed Whisper window in seconds (30 = faster-whisper's own)")
+    levers.add_argument("--no-kv-reuse", action="store_true",
+                        help="re-read the whole prompt every turn")
+    levers.add_argument("--sentence-clauses", action="store_true",
+                        help="speak whole sentences only (no early first clause)")
+    levers.add_argument("--no-drafts", action="store_true",
+                        help="no draft-and-verify decoding (and no reply cache)")
+    levers.add_argument("--prompt-lookup", action="store_true",
+                        help="add prompt-lookup drafts (slower for chat on CPU)")
+    levers.add_argument("--no-tts-cache", action="store_true")
+    levers.add_argument("--no-captions", action="store_true",
+                        help="no live partial transcripts while the user speaks")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -203,6 +251,17 @@ def _parser() -> argparse.ArgumentParser:
                        help="close a session whose audio stops for this many seconds")
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
+
+    bench = sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)")
+    bench.add_argument("--url", help="bench a running server instead of starting one")
+    bench.add_argument("--ablate", action="store_true",
+                       help="also run the whole engine off and each latency lever off")
+    bench.add_argument("--utterances", metavar="DIR", help="WAV questions instead of the set")
+    bench.add_argument("--rounds", type=int, default=2, help="times through the question set")
+    bench.add_argument("--out", default="artifacts/bench", help="where JSON and PNG go")
+    bench.add_argument("--server-arg", action="append", metavar="ARG",
+                       help="extra argument for the `apace serve` the bench starts")
+    bench.set_defaults(run=_cmd_bench)
 
     models = sub.add_parser("models", help="list the models that will be used")
     models.add_argument("--json", action="store_true")

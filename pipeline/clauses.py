@@ -28,6 +28,8 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](url): the text is spoken,
 class ClauseOptions:
     first_clause_min_words: int = 3
     """The first clause is cut at a comma-like break once it has this many words."""
+    early_first_clause: bool = True
+    """False: the first clause waits for a sentence end like the rest (to measure lever 5)."""
     max_words: int = 30
     """A sentence longer than this is cut at its next comma-like break anyway."""
 
@@ -56,7 +58,8 @@ class ClauseSplitter:
     def _take(self) -> Clause | None:
         cut = self._sentence_cut()
         ends_sentence = cut is not None
-        if cut is None and (self._index == 0 or self._too_long()):
+        early = self._index == 0 and self.options.early_first_clause
+        if cut is None and (early or self._too_long()):
             cut = self._clause_cut()
         if cut is None:
             return None

@@ -19,6 +19,7 @@ from typing import Any
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
 from pipeline.caches import ReplyCache
+from pipeline.clauses import ClauseOptions
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
 from pipeline.workers import Priority
@@ -39,6 +40,8 @@ class ConversationOptions:
     """Voiced audio needed to interrupt the assistant: a cough or echo is shorter."""
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
+    clauses: ClauseOptions = field(default_factory=ClauseOptions)
+    """How reply text is cut for TTS (first clause early: DESIGN.md lever 5)."""
     partial_interval_s: float | None = 1.0
     """Live captions: transcribe the utterance so far this often (None: off). They run at
     background priority, behind every confirmed or speculative job."""
@@ -145,7 +148,7 @@ class Conversation:
         timeline.stamp(SPEECH_END, speech_end)
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
-                      find_draft=self._draft)
+                      find_draft=self._draft, clause_options=self.options.clauses)
         if speculative:
             for stats in self._speculation():
                 stats.started += 1
@@ -278,7 +281,8 @@ class Conversation:
         self.stats.llm_seconds += reply.llm_seconds
         self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
                            "reply": turn.reply, "heard": heard, "interrupted": interrupted,
-                           "timeline_ms": reply.timeline.relative_ms()})
+                           "timeline_ms": reply.timeline.relative_ms(),
+                           "speech_end_t": reply.timeline.stamps.get(SPEECH_END)})
         if self.on_turn is not None:
             self.on_turn(turn)
         if self._reply is reply:

@@ -70,6 +70,8 @@ class LlmOptions:
     """Layers offloaded to a GPU (needs a CUDA build of llama-cpp-python); -1 = all."""
     drafts: bool = True
     """Verify expected replies (reply cache, re-speculation) as drafts (pipeline.drafts)."""
+    reuse_kv: bool = True
+    """Keep the conversation's KV prefix between turns (off only to measure its worth)."""
     prompt_lookup: bool = False
     """Prompt-lookup drafts: measured slower for chat on CPU (DESIGN.md), so off."""
 
@@ -120,6 +122,8 @@ class LlamaResponder:
         self, history: Sequence[Message], user: str, draft: str | None = None
     ) -> Iterator[str]:
         prompt = self.prompt(self.fit(history, user), user)
+        if not self.options.reuse_kv:
+            self.llama.reset()
         drafter = self.drafter
         if drafter is not None:
             prompt_tokens = self.llama.tokenize(prompt.encode(), special=True)

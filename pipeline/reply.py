@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.asr import Transcriber
-from pipeline.clauses import ClauseSplitter
+from pipeline.clauses import ClauseOptions, ClauseSplitter
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
 from pipeline.llm import Message, Responder
 from pipeline.speaker import Speaker
@@ -56,6 +56,7 @@ class Reply:
     emit: Emit
     speculative: bool
     on_transcript: Callable[[Reply, str], None] | None = None
+    clause_options: ClauseOptions | None = None
     find_draft: Callable[[str], str | None] | None = None
     """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
     transcript: str | None = None
@@ -130,7 +131,7 @@ class Reply:
         await self.finished.wait()
 
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
-        splitter = ClauseSplitter()
+        splitter = ClauseSplitter(self.clause_options)
         assert self.transcript is not None
         draft = self.find_draft(self.transcript) if self.find_draft is not None else None
         stream = self.models.llm_worker.stream(

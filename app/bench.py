@@ -1,0 +1,232 @@
+"""`apace bench`: time to first audio as a user hears it, over real WebRTC.
+
+A real aiortc client plays spoken questions at real-time pace into `apace serve` — one
+connection, several turns, so KV reuse counts — and measures TTFA on its own clock: from
+the end of speech in the audio it sent to the first reply audio with real energy it
+received. The server's own timelines come with each turn. `--ablate` runs, in the same
+run, the whole engine off and each latency lever off in turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.client import Client
+from app.process import ServerProcess
+from pipeline.audio import read_wav, speech_end_sample
+from pipeline.events import Pcm
+
+LEVERS: dict[str, list[str]] = {
+    "speculation": ["--no-speculate"],
+    "adaptive-endpoint": ["--fixed-endpoint"],
+    "asr-window": ["--asr-window", "30"],
+    "kv-reuse": ["--no-kv-reuse"],
+    "first-clause": ["--sentence-clauses"],
+    "drafts": ["--no-drafts"],
+    "captions": ["--no-captions"],
+}
+PAUSED = [  # (question, words after which the speaker pauses to think)
+    ("Set a timer for ten minutes.", "for"),
+    ("What is the capital of Spain?", "of"),
+    ("Tell me a fun fact about the moon.", "about"),
+    ("Can you remind me to call my mother tomorrow?", "call"),
+]
+PAUSE_S = 0.7
+METRIC_KEYS = ("ttfa_client", "ttfa_server", "ttfa_browser", "ttft", "ttua", "endpoint",
+               "asr_final", "first_clause")
+
+
+@dataclass
+class Utterance:
+    text: str
+    pcm: Pcm
+    paused: bool = False
+
+    @property
+    def speech_end(self) -> int:
+        return speech_end_sample(self.pcm)
+
+
+@dataclass
+class TurnResult:
+    text: str
+    transcript: str
+    reply: str
+    ttfa_client_ms: float | None
+    timeline_ms: dict[str, float]
+    cut_off: bool = False
+
+
+@dataclass
+class ConfigResult:
+    name: str
+    flags: list[str]
+    turns: list[TurnResult] = field(default_factory=list)
+    paused: list[TurnResult] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def values(self, key: str) -> list[float]:
+        if key == "ttfa_client":
+            return [t.ttfa_client_ms for t in self.turns if t.ttfa_client_ms is not None]
+        return [t.timeline_ms[key] for t in self.turns if key in t.timeline_ms]
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"turns": len(self.turns)}
+        for key in METRIC_KEYS:
+            if values := self.values(key):
+                p50, p95, p99 = np.percentile(values, [50, 95, 99])
+                out[key] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1),
+                            "p99": round(float(p99), 1)}
+        if self.paused:
+            out["false_cutoffs"] = sum(t.cut_off for t in self.paused)
+            out["false_cutoff_rate"] = round(out["false_cutoffs"] / len(self.paused), 3)
+        return out
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[dict[str, Any]]:
+    """Say one utterance; return the turn events it caused, with the client TTFA."""
+    mark = len(client.events)
+    speech_end = await client.say(utterance.pcm, utterance.speech_end)
+    try:
+        await client.wait_for("turn", after=mark, timeout=60)
+    except TimeoutError:
+        return []
+    await asyncio.sleep(settle_s)  # a second turn here means the first was a cut-off
+    turns = [e for e in client.events[mark:] if e["type"] == "turn"]
+    heard = client.received.first_audible_after(speech_end)
+    for turn in turns:
+        turn["ttfa_client_ms"] = None
+    if turns and heard is not None:
+        turns[-1]["ttfa_client_ms"] = round((heard - speech_end) * 1000, 1)
+    return turns
+
+
+async def run_config(url: str, name: str, flags: list[str], utterances: Sequence[Utterance],
+                     paused: Sequence[Utterance]) -> ConfigResult:
+    result = ConfigResult(name, flags)
+    async with Client(url) as client:
+        await asyncio.sleep(0.5)
+        for utterance in [*utterances, *paused]:
+            turns = await _ask(client, utterance, settle_s=1.2 if utterance.paused else 0.3)
+            if not turns:
+                continue
+            last = turns[-1]
+            cut = len(turns) > 1 or len(_words(turns[0]["transcript"])) < 0.8 * len(
+                _words(utterance.text))
+            turn = TurnResult(utterance.text, turns[0]["transcript"], last["reply"],
+                              last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut)
+            (result.paused if utterance.paused else result.turns).append(turn)
+    return result
+
+
+def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], list[Utterance]]:
+    """The shipped question set spoken by the embedded voice (or WAVs from `folder`), and
+    the paused questions that measure false cut-offs."""
+    from app.utterances import questions, speak
+    from models.load import load_synthesizer
+    from models.locate import locate
+    from pipeline.tts import TtsOptions
+
+    voice = load_synthesizer(locate("tts").path, TtsOptions())
+    if folder is not None:
+        wavs = sorted(folder.glob("*.wav"))
+        if not wavs:
+            raise ValueError(f"no .wav files in {folder}")
+        base = [Utterance(w.stem, read_wav(w)) for w in wavs]
+    else:
+        base = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5)) for q in questions()]
+    paused = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5, pause_at=f" {w} ",
+                                 pause_s=PAUSE_S), paused=True) for q, w in PAUSED]
+    return base * rounds, paused
+
+
+def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, out: Path,
+          server_args: Sequence[str] = ()) -> list[ConfigResult]:
+    from app.serve import use_loopback_candidates
+
+    use_loopback_candidates()
+    utterances, paused = make_utterances(folder, rounds)
+    configs = [("all-on", [])]
+    if ablate:
+        configs.append(("all-off", [flag for flags in LEVERS.values() for flag in flags]))
+        configs += [(f"no-{lever}", flags) for lever, flags in LEVERS.items()]
+    results = []
+    for name, flags in configs:
+        print(f"bench: {name} {' '.join(flags)}", flush=True)
+        if url is not None:
+            results.append(asyncio.run(run_config(url, name, flags, utterances, paused)))
+            break
+        server = ServerProcess(*server_args, *flags)
+        try:
+            result = asyncio.run(run_config(server.url, name, flags, utterances, paused))
+            result.stats = server.get("/healthz")
+        finally:
+            server.stop()
+        results.append(result)
+    report(results, out)
+    return results
+
+
+def report(results: list[ConfigResult], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = {r.name: r.summary() for r in results}
+    print(f"\n{'config':<22}{'turns':>6}" + "".join(f"{k + ' p50/p95':>22}" for k in
+                                                    ("ttfa_client", "ttfa_server", "ttft")))
+    base = summaries[results[0].name].get("ttfa_client", {}).get("p50")
+    for name, summary in summaries.items():
+        cells = "".join(
+            f"{summary[k]['p50']:>12.0f}/{summary[k]['p95']:<9.0f}" if k in summary else f"{'-':>22}"
+            for k in ("ttfa_client", "ttfa_server", "ttft"))
+        ratio = summary.get("ttfa_client", {}).get("p50")
+        extra = f"  x{ratio / base:.2f} vs all-on" if base and ratio and name != results[0].name else ""
+        cut = f"  cut-offs {summary.get('false_cutoffs', 0)}/{len(PAUSED)}"
+        print(f"{name:<22}{summary['turns']:>6}{cells}{cut}{extra}")
+    first = summaries[results[0].name]
+    print("\nall-on percentiles (ms from end of speech):")
+    for key in METRIC_KEYS:
+        if key in first:
+            print(f"  {key:<14} p50 {first[key]['p50']:>7.0f}  p95 {first[key]['p95']:>7.0f}"
+                  f"  p99 {first[key]['p99']:>7.0f}")
+    data = {"summaries": summaries, "configs": [asdict(r) for r in results]}
+    (out / "bench.json").write_text(json.dumps(data, indent=1))
+    _chart(results, summaries, out / "bench.png")
+    print(f"\nwrote {out / 'bench.json'} and {out / 'bench.png'}")
+
+
+def _chart(results: list[ConfigResult], summaries: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r.name for r in results if "ttfa_client" in summaries[r.name]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
+    p50 = [summaries[n]["ttfa_client"]["p50"] for n in names]
+    p95 = [summaries[n]["ttfa_client"]["p95"] for n in names]
+    y = np.arange(len(names))
+    left.barh(y - 0.2, p50, 0.4, label="p50")
+    left.barh(y + 0.2, p95, 0.4, label="p95")
+    left.set_yticks(y, names)
+    left.invert_yaxis()
+    left.set_xlabel("TTFA, client-measured (ms)")
+    left.legend()
+    left.set_title("TTFA by configuration")
+    values = results[0].values("ttfa_client")
+    right.hist(values, bins=min(20, max(5, len(values))))
+    right.set_xlabel("TTFA all-on (ms)")
+    right.set_title(f"all-on: {len(values)} turns")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,83 @@
+"""A real `apace serve` child process on a free loopback port (for `apace bench` and tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    def __init__(self, *args: str, port: int | None = None, timeout: float = 180) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = b""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", "--port", str(self.port), *args],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while b"apace ready" not in self.log:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"server did not start:\n{self.log.decode(errors='replace')}")
+            if selector.select(timeout=1.0):
+                self.log += os.read(self.proc.stdout.fileno(), 65536)
+        selector.close()
+        # Keep draining its output so a chatty server never blocks on a full pipe.
+        threading.Thread(target=self._drain, name="server-log", daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := self.proc.stdout.read1(65536):  # type: ignore[attr-defined]
+            self.log += chunk
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: bytes, content_type: str = "application/json") -> tuple[int, Any]:
+        request = urllib.request.Request(self.url + path, data=body, method="POST",
+                                         headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
