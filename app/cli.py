@@ -129,8 +129,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     loopback = args.loopback or args.host in LOOPBACK_HOSTS
+    if args.slo_ms <= 0:
+        raise UsageError("--slo-ms must be positive")
+    if not 1 <= args.jitter_prefetch <= 8:
+        raise UsageError("--jitter-prefetch must be 1-8 packets")
     options = ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
-                            stun=tuple(args.stun or ()))
+                            stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
+                            jitter_prefetch=args.jitter_prefetch)
     try:
         asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
                           loopback=loopback, tls=tls))
@@ -249,6 +254,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-sessions", type=int, default=4)
     serve.add_argument("--idle-timeout", type=float, default=30.0,
                        help="close a session whose audio stops for this many seconds")
+    serve.add_argument("--slo-ms", type=float, default=800.0,
+                       help="TTFA objective shown on the dashboard (default %(default)s)")
+    serve.add_argument("--jitter-prefetch", type=int, default=2,
+                       help="packets the server buffers from the mic before decoding "
+                            "(aiortc's own is 4 = ~80 ms; 2 suits loopback and LANs)")
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 

@@ -42,6 +42,8 @@ class ServerOptions:
     """STUN URLs; none by default (aiortc would otherwise reach for a public one)."""
     recent_turns: int = 200
     """Turns kept for /api/turns and the dashboard; the rolling percentiles cover these."""
+    jitter_prefetch: int = 2
+    """Mic packets buffered before decoding (app.webrtc.shorten_jitter_buffer)."""
     slo_ttfa_ms: float = 800.0
     """The TTFA objective the dashboard reports attainment against (browser TTFA where the
     page measured it, else the server's)."""
@@ -148,6 +150,7 @@ async def offer(request: web.Request) -> web.Response:
     servers = [RTCIceServer(urls=url) for url in sessions.options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     session = Session(pc, sessions.engine, idle_timeout=sessions.options.idle_timeout_s,
+                      jitter_prefetch=sessions.options.jitter_prefetch,
                       on_turn=sessions.record_turn, on_heard=sessions.record_heard,
                       on_closed=sessions.forget)
     sessions.live[session.id] = session

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection
 
-from app.webrtc import SpeakerTrack, mic_frames
+from app.webrtc import SpeakerTrack, mic_frames, shorten_jitter_buffer
 from pipeline.conversation import Conversation, Turn
 from pipeline.engine import Engine
 from pipeline.speaker import Speaker
@@ -40,8 +40,10 @@ class Session:
         on_turn: Callable[[Session, Turn], None],
         on_closed: Callable[[Session], None],
         on_heard: Callable[[Session, Turn], None] | None = None,
+        jitter_prefetch: int = 4,
     ) -> None:
         self.id = next(_ids)
+        self.jitter_prefetch = jitter_prefetch
         self.pc = pc
         self.engine = engine
         self.idle_timeout = idle_timeout
@@ -65,6 +67,7 @@ class Session:
         if track.kind != "audio" or self.task is not None:
             return
         self.pc.addTrack(self.speaker_track)
+        shorten_jitter_buffer(self.pc, track, self.jitter_prefetch)
         self.task = asyncio.get_running_loop().create_task(self._converse(track))
 
     async def _converse(self, track: MediaStreamTrack) -> None:

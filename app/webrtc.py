@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import av
 import numpy as np
-from aiortc import MediaStreamTrack
+from aiortc import MediaStreamTrack, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamError
 
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
@@ -21,6 +21,23 @@ from pipeline.speaker import Speaker
 from pipeline.timeline import now
 
 log = logging.getLogger(__name__)
+
+
+def shorten_jitter_buffer(pc: RTCPeerConnection, track: MediaStreamTrack, prefetch: int) -> None:
+    """Hold fewer mic packets before decoding than aiortc's fixed 4 (~80-100 ms).
+
+    Every packet held is latency before the endpointer even hears the end of speech; on
+    loopback and LANs reordering is rare, so 2 is enough. aiortc has no setting for it,
+    hence the private attribute; if aiortc renames it this does nothing (logged).
+    """
+    from aiortc.jitterbuffer import JitterBuffer
+
+    for transceiver in pc.getTransceivers():
+        receiver = transceiver.receiver
+        if receiver.track is track and hasattr(receiver, "_RTCRtpReceiver__jitter_buffer"):
+            receiver._RTCRtpReceiver__jitter_buffer = JitterBuffer(capacity=16, prefetch=prefetch)
+            return
+    log.warning("could not shorten the jitter buffer (aiortc changed?)")
 
 
 async def mic_frames(track: MediaStreamTrack, idle_timeout: float) -> AsyncIterator[AudioFrame]:
