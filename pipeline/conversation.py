@@ -16,17 +16,17 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
-from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
 from pipeline.caches import ReplyCache
 from pipeline.clauses import ClauseOptions
+from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
+from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
-from pipeline.workers import Priority
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.timeline import ENDPOINT, SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline, now
 from pipeline.vad import Endpointer, VadOptions
+from pipeline.workers import Priority
 
 log = logging.getLogger(__name__)
 

@@ -104,7 +104,7 @@ async def test_a_dashboard_that_never_reads_is_dropped_with_a_bounded_queue(
     try:
         async with client.ws_connect("/ws/dashboard") as healthy:
             async with asyncio.timeout(5):
-                while len(sessions.hub.clients) < 2:  # noqa: ASYNC110 (server state)
+                while len(sessions.hub.clients) < 2:
                     await asyncio.sleep(0.01)
             outboxes = list(sessions.hub.clients)
             pad = "x" * 256 * 1024  # fills the socket buffers in a few messages
@@ -123,7 +123,7 @@ async def test_a_dashboard_that_never_reads_is_dropped_with_a_bounded_queue(
             assert dropped[0].messages == type(dropped[0].messages)(), "freed at once"
             assert len(sessions.hub.clients) == 1 and not healthy.closed
             async with asyncio.timeout(5):  # the stalled client's handler ends by itself
-                while len(_feed_tasks()) > 2:  # noqa: ASYNC110 (server state)
+                while len(_feed_tasks()) > 2:
                     await asyncio.sleep(0.05)
             assert sessions.stats()["dashboards_dropped"] == 1
     finally:
