@@ -18,15 +18,21 @@ from tests.fakes import (
     until,
 )
 
-OPTIONS = EndpointOptions(complete_ms=200, trailing_ms=900)
+OPTIONS = EndpointOptions(complete_ms=200, statement_ms=700, trailing_ms=900)
 
 
 @pytest.mark.parametrize(
     "transcript",
-    ["What is the capital of France?", "Tell me a joke.", "Stop!", "What's the weather today?"],
+    ["What is the capital of France?", "Stop!", "What's the weather today?"],
 )
-def test_a_finished_sentence_ends_the_turn_after_a_short_silence(transcript: str) -> None:
+def test_a_question_ends_the_turn_after_a_short_silence(transcript: str) -> None:
     assert endpoint_silence_ms(transcript, 500, OPTIONS) == 200
+
+
+@pytest.mark.parametrize("transcript", ["Tell me a joke.", "Set a timer for it."])
+def test_a_statement_waits_longer_than_a_question(transcript: str) -> None:
+    """Whisper ends fragments with a period too, so '.' is weaker evidence than '?'."""
+    assert endpoint_silence_ms(transcript, 500, OPTIONS) == 700
 
 
 @pytest.mark.parametrize(
@@ -45,17 +51,17 @@ def test_no_transcript_or_no_punctuation_keeps_the_default() -> None:
 
 def test_bounds_must_be_ordered() -> None:
     with pytest.raises(ValueError, match="complete_ms"):
-        EndpointOptions(complete_ms=800, trailing_ms=400)
+        EndpointOptions(complete_ms=800, statement_ms=800, trailing_ms=400)
 
 
 @pytest.mark.timeout(10)
 async def test_a_complete_speculative_transcript_shortens_the_endpoint(workers: Workers) -> None:
-    """With 'Tell me a joke.' heard at onset, the turn ends after complete_ms of silence,
+    """With 'Can you tell me a joke?' heard at onset, the turn ends after complete_ms of silence,
     long before the VAD's default endpoint."""
-    models = workers.models(FakeTranscriber("Tell me a joke."), FakeResponder(["Ha."]),
+    models = workers.models(FakeTranscriber("Can you tell me a joke?"), FakeResponder(["Ha."]),
                             FakeSynthesizer())
-    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(complete_ms=100,
-                                                                       trailing_ms=400))
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=200, trailing_ms=400))
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
@@ -72,8 +78,8 @@ async def test_a_trailing_transcript_survives_a_pause_longer_than_the_default(
     """'Set a timer for' then a pause longer than the default endpoint: not cut off."""
     transcriber = FakeTranscriber("Set a timer for", "Set a timer for ten minutes.")
     models = workers.models(transcriber, FakeResponder(["Done."]), FakeSynthesizer())
-    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(complete_ms=100,
-                                                                       trailing_ms=600))
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=100, trailing_ms=600))
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
