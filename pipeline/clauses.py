@@ -20,6 +20,10 @@ _CLAUSE_BREAK = re.compile(r"[,;:—–]+(?=\s)|\s-\s")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e approx no fig inc ltd co".split()
 )
+_LINKING_WORDS = frozenset(
+    "and but or so because that which who whom whose when where while with for to from "
+    "in on at of by about as than is are was were can will".split()
+)
 _MARKUP = re.compile(r"[*_#`~]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](url): the text is spoken, not the url
 
@@ -30,6 +34,10 @@ class ClauseOptions:
     """The first clause is cut at a comma-like break once it has this many words."""
     early_first_clause: bool = True
     """False: the first clause waits for a sentence end like the rest (to measure lever 5)."""
+    first_clause_max_words: int = 7
+    """With no comma by this many words, the first clause is cut before the next linking
+    word ("…is | that…", "…Everest | which…"): Piper's first audio costs time in
+    proportion to the clause, and long comma-less first sentences are common."""
     max_words: int = 30
     """A sentence longer than this is cut at its next comma-like break anyway."""
 
@@ -61,6 +69,8 @@ class ClauseSplitter:
         early = self._index == 0 and self.options.early_first_clause
         if cut is None and (early or self._too_long()):
             cut = self._clause_cut()
+        if cut is None and early:
+            cut = self._phrase_cut()
         if cut is None:
             return None
         head, self._buffer = self._buffer[:cut], self._buffer[cut:]
@@ -80,6 +90,16 @@ class ClauseSplitter:
         for match in _CLAUSE_BREAK.finditer(self._buffer):
             if len(self._buffer[: match.start()].split()) >= minimum:
                 return match.end()
+        return None
+
+    def _phrase_cut(self) -> int | None:
+        """Before a linking word, once the clause is long enough (complete words only)."""
+        words = list(re.finditer(r"\S+(?=\s)", self._buffer))
+        if len(words) < self.options.first_clause_max_words:
+            return None
+        for index, word in enumerate(words):
+            if index >= 4 and word.group().lower().strip(",.") in _LINKING_WORDS:
+                return word.start()
         return None
 
     def _too_long(self) -> bool:

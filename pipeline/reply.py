@@ -21,7 +21,7 @@ from pipeline.llm import Message, Responder
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
 from pipeline.tts import Synthesizer
-from pipeline.workers import ModelWorker, Priority
+from pipeline.workers import Gate, ModelWorker, Priority
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -70,6 +70,7 @@ class Reply:
     _generated_all: bool = False
     _sentence_sent: bool = False
     _held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _llm_gate: Gate = field(default_factory=Gate)
 
     def commit(self) -> None:
         """The user's turn is over: this reply may play (and be shown)."""
@@ -136,7 +137,7 @@ class Reply:
         draft = self.find_draft(self.transcript) if self.find_draft is not None else None
         stream = self.models.llm_worker.stream(
             self.models.responder.reply, self.history, self.transcript, draft,
-            priority=self.priority,
+            priority=self.priority, gate=self._llm_gate,
         )
         first_token: float | None = None
         try:
@@ -149,6 +150,9 @@ class Reply:
                     self.text += piece
                     self._show("reply_delta", {"text": piece})
                     for clause in splitter.feed(piece):
+                        if not self.timeline.has(FIRST_CLAUSE):
+                            # First audio first: the LLM waits while Piper speaks clause 1.
+                            self._llm_gate.close()
                         self.timeline.stamp(FIRST_CLAUSE)
                         clauses.put_nowait(clause)
             for clause in splitter.flush():
@@ -166,10 +170,12 @@ class Reply:
             )
             async with contextlib.aclosing(stream):
                 async for pcm in stream:
+                    self._llm_gate.open()
                     await self.committed.wait()
                     spoken.samples += len(pcm)
                     self.speaker.push(pcm, self._on_played(spoken))
             spoken.done = True
+            self._llm_gate.open()
             if clause.ends_sentence:
                 self._sentence_sent = True
                 self._stamp_ttua()

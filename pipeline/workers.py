@@ -82,9 +82,12 @@ class ModelWorker:
         make: Callable[..., Iterator[T]],
         *args: Any,
         priority: Priority = Priority.CONFIRMED,
+        gate: Gate | None = None,
     ) -> AsyncIterator[T]:
         """Iterate `make(*args)` inside the worker; yields its items on the loop.
 
+        While `gate` is closed the worker waits before taking the next item, leaving the
+        CPU to more urgent work (up to the gate's timeout).
         Cancel-safe: closing or cancelling the async iterator stops the generator at its
         next item (it is closed in the worker thread, where it runs).
         """
@@ -98,6 +101,8 @@ class ModelWorker:
             try:
                 for item in generator:
                     loop.call_soon_threadsafe(items.put_nowait, item)
+                    if gate is not None:
+                        gate.wait()
                     if cancelled.is_set():
                         break
             except BaseException as error:
@@ -115,6 +120,8 @@ class ModelWorker:
                 yield item
         finally:
             job.cancelled.set()
+            if gate is not None:
+                gate.open()
 
     def close(self, finally_run: Callable[[], object] | None = None, *, wait: float = 5.0) -> None:
         """Stop the thread after the job in hand; queued jobs are dropped.
@@ -155,6 +162,24 @@ class ModelWorker:
             except BaseException:  # a job's own errors go to its awaiter; this is a bug
                 log.exception("worker %s: job crashed", self.name)
             self.busy_s += time.perf_counter() - started
+
+
+class Gate:
+    """Lets one stream pause between items while another job needs the CPU."""
+
+    def __init__(self, timeout_s: float = 1.0) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self.timeout_s = timeout_s
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+    def wait(self) -> None:
+        self._open.wait(self.timeout_s)
 
 
 @dataclass(frozen=True)

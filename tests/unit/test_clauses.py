@@ -125,3 +125,23 @@ def test_speakable_is_empty_without_letters_or_digits() -> None:
 
 def test_speakable_folds_whitespace() -> None:
     assert speakable("  one\n\ttwo   three ") == "one two three"
+
+
+def test_a_long_comma_less_first_sentence_is_cut_before_a_linking_word() -> None:
+    """No comma in the first 7 words: the first clause ends before 'is', so Piper can
+    start speaking after five words instead of the whole sentence."""
+    text = "The tallest mountain in the world is Mount Everest which stands tall. Yes."
+    clauses = [c.text for c in split_clauses(w + " " for w in text.split())]
+    assert clauses[0] == "The tallest mountain in the world"
+    assert " ".join(clauses) == text
+
+
+def test_a_short_first_sentence_is_not_cut_before_its_end() -> None:
+    clauses = [c.text for c in split_clauses(w + " " for w in "The capital of France is Paris.".split())]
+    assert clauses == ["The capital of France is Paris."]
+
+
+def test_the_phrase_cut_applies_to_the_first_clause_only() -> None:
+    text = "Sure. The tallest mountain in the world is Mount Everest which is tall."
+    clauses = [c.text for c in split_clauses(w + " " for w in text.split())]
+    assert clauses == ["Sure.", "The tallest mountain in the world is Mount Everest which is tall."]

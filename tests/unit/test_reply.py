@@ -188,3 +188,17 @@ async def test_the_first_audio_stamp_is_when_the_first_frame_leaves(workers: Wor
     speaker.pop()
     assert reply.timeline.stamps[TTFA_SERVER] >= before
     await play_out(speaker, task)
+
+
+async def test_the_llm_waits_while_the_first_clause_is_synthesized(workers: Workers) -> None:
+    """First audio first: between the first clause and its first audio chunk the LLM
+    takes no further piece, so Piper has the CPU; afterwards it streams on."""
+    responder = FakeResponder(["Well, ", *["word "] * 20, "done."])
+    synthesizer = FakeSynthesizer(delay_s=0.2)  # 200 ms to the first chunk
+    reply, speaker, _ = make_reply(workers, responder, synthesizer=synthesizer)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: len(synthesizer.texts) >= 1, what="clause 1 at the TTS")
+    await asyncio.sleep(0.1)
+    assert responder.produced <= 2  # "Well, " and at most the piece in hand
+    await play_out(speaker, task)
+    assert responder.produced == len(responder.pieces)
