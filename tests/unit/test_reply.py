@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
-from pipeline.events import FRAME_SAMPLES
+from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
 from pipeline.reply import Reply
 from pipeline.speaker import Speaker
@@ -190,15 +192,28 @@ async def test_the_first_audio_stamp_is_when_the_first_frame_leaves(workers: Wor
     await play_out(speaker, task)
 
 
+class SlowFirstChunk(FakeSynthesizer):
+    """300 ms before the very first chunk, then instant."""
+
+    calls = 0
+
+    def synthesize(self, text: str) -> Iterator[Pcm]:
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(0.3)
+        return super().synthesize(text)
+
+
 async def test_the_llm_waits_while_the_first_clause_is_synthesized(workers: Workers) -> None:
     """First audio first: between the first clause and its first audio chunk the LLM
     takes no further piece, so Piper has the CPU; afterwards it streams on."""
-    responder = FakeResponder(["Well, ", *["word "] * 20, "done."])
-    synthesizer = FakeSynthesizer(delay_s=0.2)  # 200 ms to the first chunk
+    responder = FakeResponder(["Well ", "let ", "me ", "see, ", *["word "] * 20, "done."],
+                              delay_s=0.02)
+    synthesizer = SlowFirstChunk()
     reply, speaker, _ = make_reply(workers, responder, synthesizer=synthesizer)
     task = asyncio.create_task(reply.run())
-    await until(lambda: len(synthesizer.texts) >= 1, what="clause 1 at the TTS")
-    await asyncio.sleep(0.1)
-    assert responder.produced <= 2  # "Well, " and at most the piece in hand
+    await until(lambda: synthesizer.calls >= 1, what="clause 1 at the TTS")
+    await asyncio.sleep(0.2)  # ten pieces' worth of LLM time, TTS still busy
+    assert responder.produced <= 6  # clause 1 and the pieces already in flight
     await play_out(speaker, task)
     assert responder.produced == len(responder.pieces)
