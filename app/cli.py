@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `apace models | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def settings_from(args: argparse.Namespace) -> Any:
@@ -238,8 +242,16 @@ def _parser() -> argparse.ArgumentParser:
     talk.add_argument("--fast", action="store_true", help="no real-time pacing")
     _engine_flags(talk)
     talk.set_defaults(run=_cmd_talk)
+    _serve_parser(sub.add_parser("serve", help="serve the talk page and WebRTC on this box"))
+    _bench_parser(sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)"))
+    models = sub.add_parser("models", help="list the models that will be used")
+    models.add_argument("--json", action="store_true")
+    _model_flags(models)
+    models.set_defaults(run=_cmd_models)
+    return parser
 
-    serve = sub.add_parser("serve", help="serve the talk page and WebRTC on this box")
+
+def _serve_parser(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (0.0.0.0 for a LAN edge box; needs TLS)")
     serve.add_argument("--port", type=int, default=8080)
@@ -262,7 +274,8 @@ def _parser() -> argparse.ArgumentParser:
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 
-    bench = sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)")
+
+def _bench_parser(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--url", help="bench a running server instead of starting one")
     bench.add_argument("--ablate", action="store_true",
                        help="also run the whole engine off and each latency lever off")
@@ -272,12 +285,6 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--server-arg", action="append", metavar="ARG",
                        help="extra argument for the `apace serve` the bench starts")
     bench.set_defaults(run=_cmd_bench)
-
-    models = sub.add_parser("models", help="list the models that will be used")
-    models.add_argument("--json", action="store_true")
-    _model_flags(models)
-    models.set_defaults(run=_cmd_models)
-    return parser
 
 
 if __name__ == "__main__":
