@@ -38,6 +38,10 @@ PAUSED = [  # (question, words after which the speaker pauses to think)
     ("What is the capital of Spain?", "of"),
     ("Tell me a fun fact about the moon.", "about"),
     ("Can you remind me to call my mother tomorrow?", "call"),
+    ("Turn off the lights in the kitchen.", "in"),
+    ("What is the weather like in Paris today?", "like"),
+    ("Play some music by the Beatles.", "by"),
+    ("How far is the moon from the earth?", "moon"),
 ]
 PAUSE_S = 0.7
 METRIC_KEYS = ("ttfa_client", "ttfa_server", "ttfa_browser", "ttft", "ttua", "endpoint",
@@ -119,7 +123,9 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
     async with Client(url) as client:
         await asyncio.sleep(0.5)
         for utterance in [*utterances, *paused]:
-            turns = await _ask(client, utterance, settle_s=1.2 if utterance.paused else 0.3)
+            # After a cut-off the rest of the question becomes a turn of its own a few
+            # seconds later: wait long enough to count it against this question.
+            turns = await _ask(client, utterance, settle_s=4.0 if utterance.paused else 0.3)
             if not turns:
                 continue
             last = turns[-1]

@@ -24,11 +24,11 @@ _WORD = re.compile(r"[\w']+")
 class EndpointOptions:
     complete_ms: int = 240
     """Silence that ends a turn whose transcript is a question or exclamation ("?", "!")."""
-    statement_ms: int = 750
+    statement_ms: int = 900
     """Silence that ends a turn ending in ".": Whisper puts a period after fragments too
-    ("Set a timer for it."), so a period is weaker evidence than "?". Measured with
-    `apace bench`: at 240 ms, 2 of 4 questions with a 0.7 s thinking pause were cut off;
-    the wait costs little TTFA because the reply's first audio takes ~600 ms anyway."""
+    ("Set a timer for it.", "How far is the minute."), so a period is weaker evidence than
+    "?". A 0.7 s thinking pause in a spoken question measured 780-840 ms of VAD silence
+    (`apace bench`'s paused set), hence 900."""
     trailing_ms: int = 1000
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
