@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, web
 
+from app.appkeys import SESSIONS
+
 if TYPE_CHECKING:
     from app.server import Sessions
 
@@ -111,7 +113,7 @@ async def feed(request: web.Request) -> web.WebSocketResponse:
     """GET /ws/dashboard: {"type": "turn", ...} per recorded turn (again when the browser's
     TTFA arrives later) and {"type": "stats", ...} every second. Messages sent to it are
     ignored."""
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     ws = web.WebSocketResponse(heartbeat=15.0, timeout=CLOSE_TIMEOUT_S,
                                max_msg_size=MAX_CLIENT_MESSAGE)
     await ws.prepare(request)
@@ -157,7 +159,7 @@ async def _close(ws: web.WebSocketResponse, outbox: Outbox) -> None:
 
 
 async def api_stats(request: web.Request) -> web.Response:
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     return web.json_response(sessions.stats())
 
 

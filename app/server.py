@@ -19,6 +19,7 @@ from aiohttp import web
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
 from app import dashboard as dash
+from app.appkeys import SESSIONS
 from app.metrics import LoopLag, latency_summary, waterfall
 from app.prometheus import CONTENT_TYPE, Metrics
 from app.session import Session
@@ -141,7 +142,7 @@ async def _read_offer(request: web.Request) -> RTCSessionDescription:
 
 
 async def offer(request: web.Request) -> web.Response:
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     description = await _read_offer(request)
     if len(sessions.live) >= sessions.options.max_sessions:
         raise _error(web.HTTPServiceUnavailable,
@@ -175,12 +176,12 @@ async def dashboard(_request: web.Request) -> web.FileResponse:
 
 
 async def api_turns(request: web.Request) -> web.Response:
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     return web.json_response({"turns": list(sessions.turns)})
 
 
 async def metrics(request: web.Request) -> web.Response:
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     return web.Response(body=sessions.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
@@ -188,7 +189,7 @@ async def health(request: web.Request) -> web.Response:
     """Liveness plus what a leak would show: sessions, asyncio tasks, threads."""
     import threading
 
-    sessions: Sessions = request.app["sessions"]
+    sessions: Sessions = request.app[SESSIONS]
     return web.json_response({
         "ok": True,
         "sessions": len(sessions.live),
@@ -208,7 +209,7 @@ def _describe(task: asyncio.Task[Any]) -> str:
 def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Application:
     app = web.Application(client_max_size=MAX_OFFER_BYTES)
     sessions = Sessions(engine, options or ServerOptions())
-    app["sessions"] = sessions
+    app[SESSIONS] = sessions
     app.router.add_get("/", index)
     app.router.add_get("/dashboard", dashboard)
     app.router.add_static("/static", WEB_DIR)
@@ -231,7 +232,7 @@ def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Applic
 async def _background(app: web.Application) -> AsyncIterator[None]:
     """The app's own tasks: the loop-lag probe and the dashboards' stats ticker. They live
     from start-up to cleanup and are cancelled (and awaited) there."""
-    sessions: Sessions = app["sessions"]
+    sessions: Sessions = app[SESSIONS]
     tasks = [asyncio.create_task(sessions.lag.run(), name="loop-lag"),
              asyncio.create_task(dash.publish_stats(sessions), name="dashboard-stats")]
     try:

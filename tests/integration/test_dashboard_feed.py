@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from app.appkeys import SESSIONS
 from app.dashboard import OUTBOX_LIMIT
 from app.server import ServerOptions, Sessions, make_app
 from pipeline.conversation import Turn
@@ -36,7 +37,7 @@ async def client() -> AsyncIterator[Http]:
 
 def _sessions(client: Http) -> Sessions:
     assert client.app is not None
-    return client.app["sessions"]  # type: ignore[no-any-return]
+    return client.app[SESSIONS]  # type: ignore[no-any-return]
 
 
 def _turn(index: int) -> Turn:
