@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,12 @@ def talk(wav: Path, shot: Path, result: dict[str, Any]) -> None:
         result["server_log"] = server.log.decode(errors="replace")
 
 
-def main() -> int:
+Scenario = Callable[[Path, Path, dict[str, Any]], None]
+
+
+def run(scenario: Scenario) -> int:
+    """`python -m RUNNER WAV OUT.json SHOT.png` inside the namespace: bring `lo` up, run
+    `scenario(wav, shot, result)`, and always write `result` — with the error, if any."""
     wav, out, shot = map(Path, sys.argv[1:4])
 
     def terminated(signum: int, frame: object) -> None:
@@ -269,7 +275,7 @@ def main() -> int:
         lo_up()
         # Not /sys/class/net: sysfs still shows the namespace it was mounted in.
         result["interfaces"] = sorted(name for _, name in socket.if_nameindex())
-        talk(wav, shot, result)
+        scenario(wav, shot, result)
     except BaseException as error:
         result["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         if not isinstance(error, Exception):
@@ -278,6 +284,10 @@ def main() -> int:
         result["elapsed_s"] = round(time.monotonic() - started, 1)
         out.write_text(json.dumps(result, indent=2))
     return 1 if result["error"] else 0
+
+
+def main() -> int:
+    return run(talk)
 
 
 if __name__ == "__main__":

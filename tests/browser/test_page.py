@@ -7,83 +7,18 @@ once for the module; each test below checks one thing it must have produced.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser.harness import QUESTION, run_scenario, skip_unless_possible
 from tests.integration.conftest import wer
 from tests.integration.server import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-QUESTION = "What is the capital of France?"
 ARTIFACTS = REPO / "artifacts" / "browser"
-RUN_TIMEOUT_S = 240
-
-
-def _unshare_problem() -> str | None:
-    if shutil.which("unshare") is None:
-        return "`unshare` (util-linux) is not installed"
-    probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"`unshare --net` is not permitted here: {probe.stderr.strip()}"
-    return None
-
-
-def _question_wav(folder: Path) -> Path:
-    """The question, with 1.5 s of silence first (the fake mic starts at getUserMedia,
-    before the call is connected) and enough silence after for the whole reply."""
-    from app.utterances import speak
-    from models.load import load_synthesizer
-    from models.locate import locate
-    from pipeline.audio import write_wav
-    from pipeline.tts import TtsOptions
-
-    voice = load_synthesizer(locate("tts").path, TtsOptions())
-    path = folder / "question.wav"
-    write_wav(path, speak(voice, QUESTION, lead_s=1.5, trail_s=4.0))
-    return path
-
-
-def _in_namespace(netns: str) -> list[int]:
-    """PIDs of the processes still inside the network namespace `netns` (net:[inode])."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/ns/net") == netns:
-                    pids.append(int(entry))
-            except OSError:  # gone meanwhile, or a kernel thread
-                pass
-    return pids
-
-
-def _run_in_namespace(wav: Path, out: Path, shot: Path) -> subprocess.CompletedProcess[str]:
-    child = subprocess.Popen(
-        ["unshare", "--net", "--", sys.executable, "-m", "tests.browser.netns_run",
-         str(wav), str(out), str(shot)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        output, _ = child.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGTERM)  # netns_run stops the server and browser itself
-        try:
-            output, _ = child.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            output, _ = child.communicate()
-        output += f"\n[netns_run.py ran past {RUN_TIMEOUT_S} s and was stopped]"
-    return subprocess.CompletedProcess(child.args, child.returncode, output)
 
 
 def _report(result: dict[str, Any]) -> str:
@@ -99,24 +34,9 @@ def result(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
            ) -> Iterator[dict[str, Any]]:
     """Everything netns_run.py saw in one spoken turn, plus `leftovers`: the PIDs that
     were still in its network namespace once it had exited (killed here)."""
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (Debian package `chromium`)")
-    if problem := _unshare_problem():
-        pytest.skip(problem)
-    folder = tmp_path_factory.mktemp("browser")
-    out, shot = folder / "result.json", ARTIFACTS / "talk.png"
-    shot.unlink(missing_ok=True)
-    run = _run_in_namespace(_question_wav(folder), out, shot)
-    if not out.exists():
-        pytest.fail(f"netns_run.py wrote no result (exit {run.returncode}):\n{run.stdout}")
-    found: dict[str, Any] = json.loads(out.read_text())
-    found["output"] = run.stdout
-    found["leftovers"] = _in_namespace(found["netns"])
-    for pid in found["leftovers"]:  # only ours can be in this namespace
-        os.kill(pid, signal.SIGKILL)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "result.json").write_text(json.dumps(found, indent=2))
+    skip_unless_possible()
+    found = run_scenario("tests.browser.netns_run", tmp_path_factory.mktemp("browser"),
+                         ARTIFACTS / "talk.png", ARTIFACTS)
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
         print("\n" + _report(found))

@@ -10,20 +10,15 @@ with the server log and both pages' consoles.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
 import sys
 import time
-import traceback
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page, Response, sync_playwright
 
-from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, lo_up, wait_until
+from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, wait_until
 from tests.integration.server import ServerProcess
 
 # What the dashboard shows, read from the DOM (what a person sees), per turn card.
@@ -117,27 +112,7 @@ def watch(wav: Path, shot: Path, result: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    wav, out, shot = map(Path, sys.argv[1:4])
-
-    def terminated(signum: int, frame: object) -> None:
-        raise SystemExit(f"terminated by signal {signum}")
-
-    signal.signal(signal.SIGTERM, terminated)
-    result: dict[str, Any] = {"error": None, "console": [],
-                              "netns": os.readlink("/proc/self/ns/net")}
-    started = time.monotonic()
-    try:
-        lo_up()
-        result["interfaces"] = sorted(name for _, name in socket.if_nameindex())
-        watch(wav, shot, result)
-    except BaseException as error:
-        result["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
-        if not isinstance(error, Exception):
-            raise
-    finally:
-        result["elapsed_s"] = round(time.monotonic() - started, 1)
-        out.write_text(json.dumps(result, indent=2))
-    return 1 if result["error"] else 0
+    return run(watch)
 
 
 if __name__ == "__main__":

@@ -7,103 +7,27 @@ must have produced. The screenshot is kept at artifacts/dashboard/dashboard.png.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.browser.harness import run_scenario, skip_unless_possible
 from tests.integration.server import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-QUESTION = "What is the capital of France?"
 ARTIFACTS = REPO / "artifacts" / "dashboard"
-RUN_TIMEOUT_S = 240
-
-
-def _unshare_problem() -> str | None:
-    if shutil.which("unshare") is None:
-        return "`unshare` (util-linux) is not installed"
-    probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"`unshare --net` is not permitted here: {probe.stderr.strip()}"
-    return None
-
-
-def _question_wav(folder: Path) -> Path:
-    """The question with silence first (the fake mic starts at getUserMedia, before the
-    call connects) and after (for the whole reply)."""
-    from app.utterances import speak
-    from models.load import load_synthesizer
-    from models.locate import locate
-    from pipeline.audio import write_wav
-    from pipeline.tts import TtsOptions
-
-    voice = load_synthesizer(locate("tts").path, TtsOptions())
-    path = folder / "question.wav"
-    write_wav(path, speak(voice, QUESTION, lead_s=1.5, trail_s=4.0))
-    return path
-
-
-def _in_namespace(netns: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/ns/net") == netns:
-                    pids.append(int(entry))
-            except OSError:  # gone meanwhile, or a kernel thread
-                pass
-    return pids
-
-
-def _run(wav: Path, out: Path, shot: Path) -> str:
-    child = subprocess.Popen(
-        ["unshare", "--net", "--", sys.executable, "-m", "tests.integration.dashboard_netns",
-         str(wav), str(out), str(shot)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        return child.communicate(timeout=RUN_TIMEOUT_S)[0]
-    except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGTERM)  # the runner stops its server and browser itself
-        try:
-            return child.communicate(timeout=30)[0] + f"\n[stopped after {RUN_TIMEOUT_S} s]"
-        except subprocess.TimeoutExpired:
-            child.kill()
-            return child.communicate()[0] + "\n[killed]"
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (Debian package `chromium`)")
-    if problem := _unshare_problem():
-        pytest.skip(problem)
-    folder = tmp_path_factory.mktemp("dashboard")
-    out, shot = folder / "result.json", ARTIFACTS / "dashboard.png"
-    shot.unlink(missing_ok=True)
-    output = _run(_question_wav(folder), out, shot)
-    if not out.exists():
-        pytest.fail(f"dashboard_netns.py wrote no result:\n{output}")
-    found: dict[str, Any] = json.loads(out.read_text())
-    found["output"] = output
-    found["leftovers"] = _in_namespace(found["netns"])
-    for pid in found["leftovers"]:  # only ours can be in this namespace
-        os.kill(pid, signal.SIGKILL)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "result.json").write_text(json.dumps(found, indent=2))
+    skip_unless_possible()
+    found = run_scenario("tests.integration.dashboard_netns",
+                         tmp_path_factory.mktemp("dashboard"), ARTIFACTS / "dashboard.png",
+                         ARTIFACTS)
     if found["error"]:
         pytest.fail(f"{found['error']}\n--- consoles ---\n" + "\n".join(found["console"])
                     + f"\n--- server log ---\n{found.get('server_log', '')}", pytrace=False)
