@@ -85,6 +85,11 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
             n_threads_batch=options.threads,
             n_gpu_layers=options.gpu_layers,
             draft_model=drafter,
+            # llama-cpp-python 0.3.36 sizes its logits buffer by this argument, not by the
+            # draft model's need: without it, verifying a draft past position n_batch (512)
+            # fails ("could not broadcast … into shape (0,)"). Rows are written only for
+            # drafted replies (LlamaResponder toggles logits per reply).
+            logits_all=drafter is not None,
             verbose=False,
         )
     except (ValueError, RuntimeError, OSError) as error:

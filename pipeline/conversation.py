@@ -164,6 +164,7 @@ class Conversation:
             raise
         except Exception as error:  # one failed turn must not end the conversation
             log.exception("reply failed")
+            self._respeculated = None  # nor hand its draft to the next reply
             self.emit("error", {"message": f"reply failed: {error}"})
             self.speaker.clear()
             return

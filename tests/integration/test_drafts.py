@@ -52,3 +52,20 @@ def test_the_right_draft_is_mostly_accepted_and_agrees_with_plain_decoding(
     stats = drafting.drafter.stats
     assert stats.acceptance is not None and stats.acceptance > 0.6, stats
     assert agree >= len(plain_replies) * 0.6, f"{agree}/{len(plain_replies)} agree"
+
+
+def test_a_draft_is_verified_deep_into_a_long_conversation(drafting) -> None:
+    """Past 512 tokens of context (llama-cpp-python's batch size) a drafted reply still
+    works: its logits buffer must cover the whole context, not one batch."""
+    from pipeline.llm import Message
+
+    history = []
+    for i in range(12):
+        history += [Message("user", f"Tell me fact number {i} about the ocean, please."),
+                    Message("assistant", "The ocean covers most of the Earth and is very "
+                                         "deep, salty and full of life of many kinds.")]
+    prompt_tokens = len(drafting.llama.tokenize(drafting.prompt(history, "Hi").encode()))
+    assert prompt_tokens > 600
+    out = "".join(drafting.reply(history, "What is the capital of France?",
+                                 draft="The capital of France is Paris."))
+    assert out.strip()
