@@ -25,6 +25,7 @@ from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import Pcm
 
 LEVERS: dict[str, list[str]] = {
+    "speech-floor": ["--vad-floor-db", "0"],
     "speculation": ["--no-speculate"],
     "adaptive-endpoint": ["--fixed-endpoint"],
     "asr-window": ["--asr-window", "30"],
@@ -45,7 +46,10 @@ PAUSED = [  # (question, words after which the speaker pauses to think)
 ]
 PAUSE_S = 0.7
 METRIC_KEYS = ("ttfa_client", "ttfa_server", "ttfa_browser", "ttft", "ttua", "endpoint",
-               "asr_final", "first_clause")
+               "asr_final", "first_clause", "mic_path", "speaker_path")
+"""`mic_path`: the true end of speech leaving the client → the server's end of speech
+(transport and VAD); `speaker_path`: the first reply frame leaving the server → heard by
+the client. With `ttfa_server` they add up to `ttfa_client` (one clock: same machine)."""
 
 
 @dataclass
@@ -67,6 +71,7 @@ class TurnResult:
     ttfa_client_ms: float | None
     timeline_ms: dict[str, float]
     cut_off: bool = False
+    transport_ms: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -80,6 +85,8 @@ class ConfigResult:
     def values(self, key: str) -> list[float]:
         if key == "ttfa_client":
             return [t.ttfa_client_ms for t in self.turns if t.ttfa_client_ms is not None]
+        if key in ("mic_path", "speaker_path"):
+            return [t.transport_ms[key] for t in self.turns if key in t.transport_ms]
         return [t.timeline_ms[key] for t in self.turns if key in t.timeline_ms]
 
     def summary(self) -> dict[str, Any]:
@@ -111,9 +118,15 @@ async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[di
     turns = [e for e in client.events[mark:] if e["type"] == "turn"]
     heard = client.received.first_audible_after(speech_end)
     for turn in turns:
-        turn["ttfa_client_ms"] = None
+        turn["ttfa_client_ms"], turn["transport_ms"] = None, {}
     if turns and heard is not None:
-        turns[-1]["ttfa_client_ms"] = round((heard - speech_end) * 1000, 1)
+        last = turns[-1]
+        last["ttfa_client_ms"] = round((heard - speech_end) * 1000, 1)
+        server_end, sent_ms = last.get("speech_end_t"), last["timeline_ms"].get("ttfa_server")
+        if server_end is not None and sent_ms is not None:
+            last["transport_ms"] = {
+                "mic_path": round((server_end - speech_end) * 1000, 1),
+                "speaker_path": round((heard - server_end - sent_ms / 1000) * 1000, 1)}
     return turns
 
 
@@ -132,7 +145,8 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
             cut = len(turns) > 1 or len(_words(turns[0]["transcript"])) < 0.8 * len(
                 _words(utterance.text))
             turn = TurnResult(utterance.text, turns[0]["transcript"], last["reply"],
-                              last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut)
+                              last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut,
+                              transport_ms=last["transport_ms"])
             (result.paused if utterance.paused else result.turns).append(turn)
     return result
 

@@ -52,9 +52,11 @@ def settings_from(args: argparse.Namespace) -> Any:
     from app.runtime import Settings
 
     try:
-        vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness)
+        vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
+                         speech_floor_db=args.vad_floor_db)
     except ValueError as error:
-        raise UsageError(f"{error} (check --endpoint-ms / --vad-aggressiveness)") from None
+        raise UsageError(
+            f"{error} (check --endpoint-ms / --vad-aggressiveness / --vad-floor-db)") from None
     if args.threads < 0:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
     llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
@@ -210,6 +212,10 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
                        help="silence that ends the user's turn (default %(default)s)")
     group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
+    group.add_argument("--vad-floor-db", type=float, default=VadOptions().speech_floor_db,
+                       metavar="DB", help="voice this far below the utterance's level is silence:"
+                       " ends speech where it fades, not after webrtcvad's hangover (0: off;"
+                       " default %(default)s)")
     levers = parser.add_argument_group("latency levers (all on by default; off to measure)")
     levers.add_argument("--no-speculate", action="store_true",
                         help="wait for the endpoint before starting the reply")
@@ -268,9 +274,9 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
                        help="close a session whose audio stops for this many seconds")
     serve.add_argument("--slo-ms", type=float, default=800.0,
                        help="TTFA objective shown on the dashboard (default %(default)s)")
-    serve.add_argument("--jitter-prefetch", type=int, default=2,
-                       help="packets the server buffers from the mic before decoding "
-                            "(aiortc's own is 4 = ~80 ms; 2 suits loopback and LANs)")
+    serve.add_argument("--jitter-prefetch", type=int, default=1,
+                       help="mic packets held before decoding (aiortc's own is 4 = ~80 ms; 1 "
+                            "suits loopback and LANs; raise it on networks that reorder)")
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 

@@ -40,7 +40,7 @@ class Session:
         on_turn: Callable[[Session, Turn], None],
         on_closed: Callable[[Session], None],
         on_heard: Callable[[Session, Turn], None] | None = None,
-        jitter_prefetch: int = 4,
+        jitter_prefetch: int = 1,
     ) -> None:
         self.id = next(_ids)
         self.jitter_prefetch = jitter_prefetch

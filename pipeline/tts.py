@@ -33,6 +33,9 @@ class TtsOptions:
     """Speaking rate: < 1 is faster, > 1 slower (None: the voice's own setting)."""
     volume: float = 0.8
     """Piper normalises each sentence to full scale; this leaves headroom."""
+    trim_lead: bool = True
+    """Drop the near-silence Piper puts before a clause (30-65 ms measured with the default
+    voice): every millisecond of it is added to time-to-first-audio."""
 
 
 class PiperSynthesizer:
@@ -51,6 +54,16 @@ class PiperSynthesizer:
         return int(self.voice.config.sample_rate)
 
     def synthesize(self, text: str) -> Iterator[Pcm]:
+        lead = self.options.trim_lead
+        for pcm in self._chunks(text):
+            if lead:
+                start = first_sound(pcm)
+                if start is None:
+                    continue
+                pcm, lead = pcm[max(0, start - LEAD_KEPT) :], False
+            yield pcm
+
+    def _chunks(self, text: str) -> Iterator[Pcm]:
         resampler = StreamResampler(self.native_rate, SAMPLE_RATE)
         for chunk in self.voice.synthesize(text, syn_config=self._config):
             out = resampler.push(chunk.audio_float_array)
@@ -59,6 +72,18 @@ class PiperSynthesizer:
         tail = resampler.push(_EMPTY, last=True)
         if tail.size:
             yield to_int16(tail)
+
+
+SOUND_LEVEL = 100
+"""Samples above this (-50 dBFS) are sound; Piper's lead-in sits below it."""
+LEAD_KEPT = SAMPLE_RATE * 5 // 1000
+"""Audio kept before the first sound (5 ms), so the onset is not clipped."""
+
+
+def first_sound(pcm: Pcm, level: int = SOUND_LEVEL) -> int | None:
+    """Index of the first sample louder than `level`, or None if there is none."""
+    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > level)
+    return int(loud[0]) if loud.size else None
 
 
 _EMPTY = np.zeros(0, np.float32)

@@ -16,6 +16,7 @@ from enum import Enum
 
 import numpy as np
 
+from pipeline.audio import rms_dbfs
 from pipeline.events import (
     FRAME_MS,
     SAMPLE_RATE,
@@ -27,6 +28,9 @@ from pipeline.events import (
     SpeechStarted,
     VadEvent,
 )
+
+LEVEL_DECAY_DB = 0.5
+"""How fast the tracked speech level falls per voiced frame (20 ms): 25 dB/s."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +50,11 @@ class VadOptions:
     """Silence after speech that ends the turn (the hangover). Adjustable per turn."""
     resume_ms: int = 60
     """Voiced audio after an onset that counts as the user speaking again."""
+    speech_floor_db: float = 35.0
+    """A frame webrtcvad calls voiced but this far below the utterance's speech level is
+    silence. webrtcvad keeps calling the fading tail of speech voiced for 80-160 ms (its
+    hangover); without this gate every onset and endpoint, and so every reply, starts that
+    much late. 0 turns the gate off."""
     max_utterance_s: float = 30.0
     """An utterance this long is ended even without a pause."""
 
@@ -58,6 +67,8 @@ class VadOptions:
                 raise ValueError(f"vad {name} must be a positive multiple of {FRAME_MS} ms")
         if self.start_ms > self.start_window_ms:
             raise ValueError("vad start_ms cannot exceed start_window_ms")
+        if not 0 <= self.speech_floor_db <= 90:
+            raise ValueError(f"vad speech_floor_db must be 0-90 dB, got {self.speech_floor_db}")
         if self.onset_ms >= self.endpoint_ms:
             raise ValueError("vad onset_ms must be shorter than endpoint_ms")
 
@@ -108,7 +119,16 @@ class Endpointer:
 
     def push(self, frame: AudioFrame) -> list[VadEvent]:
         """Classify one frame and advance; returns the events it caused (usually none)."""
-        return self.advance(frame, self._classify(frame.pcm))
+        voiced = self._classify(frame.pcm)
+        if voiced and self.options.speech_floor_db:
+            voiced = self._above_floor(rms_dbfs(frame.pcm))
+        return self.advance(frame, voiced)
+
+    def _above_floor(self, level: float) -> bool:
+        """Track the utterance's speech level (a peak that decays 25 dB/s of voice) and
+        say whether a voiced frame at `level` is loud enough to be speech."""
+        self._level = max(level, self._level - LEVEL_DECAY_DB)
+        return level >= self._level - self.options.speech_floor_db
 
     def advance(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
         """Advance the state machine with a frame already classified."""
@@ -177,6 +197,7 @@ class Endpointer:
         self._started = 0.0
         self._last_voiced = 0.0
         self.endpoint_ms = self.options.endpoint_ms
+        self._level = -120.0
 
 
 def webrtc_classifier(aggressiveness: int) -> Callable[[Pcm], bool]:

@@ -72,3 +72,8 @@ async def test_client_ttfa_is_the_known_server_delay_plus_transport(synthetic_se
     # The client hears it after the server sent it (mic and speaker transport both ways,
     # a few jitter-buffer packets each), and not absurdly later.
     assert server_ttfa < turn.ttfa_client_ms < server_ttfa + 500, turn
+    # The two transport legs and the server's TTFA tile the client's TTFA (one clock).
+    legs = turn.transport_ms
+    assert 0 < legs["mic_path"] < 300 and 0 < legs["speaker_path"] < 300, legs
+    assert legs["mic_path"] + server_ttfa + legs["speaker_path"] == pytest.approx(
+        turn.ttfa_client_ms, abs=1.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,50 @@ def test_push_with_webrtcvad_finds_a_voiced_sound_between_silences() -> None:
 def test_webrtc_classifier_calls_digital_silence_unvoiced() -> None:
     classify = webrtc_classifier(3)
     assert not any(classify(np.zeros(FRAME_SAMPLES, np.int16)) for _ in range(10))
+
+
+def _buzz_then_silence(endpointer: Endpointer) -> list[object]:
+    t = np.arange(50 * FRAME_SAMPLES) / 16_000
+    buzz = sum(np.sin(2 * np.pi * 120 * k * t) / k for k in range(1, 30))
+    tone = (buzz / np.abs(buzz).max() * 12_000).astype(np.int16)
+    audio = np.concatenate([np.zeros(20 * FRAME_SAMPLES, np.int16), tone,
+                            np.zeros(40 * FRAME_SAMPLES, np.int16)])
+    events = []
+    for i in range(len(audio) // FRAME_SAMPLES):
+        pcm = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
+        events += endpointer.push(AudioFrame(pcm, (i + 1) * 0.02))
+    return events
+
+
+def test_the_speech_floor_ends_speech_where_the_sound_ends_not_after_webrtcvads_hangover() -> None:
+    gated = _buzz_then_silence(Endpointer(VadOptions()))[-1]
+    ungated = _buzz_then_silence(Endpointer(VadOptions(speech_floor_db=0)))[-1]
+    assert isinstance(gated, Endpoint) and isinstance(ungated, Endpoint)
+    assert gated.speech_end == pytest.approx(1.4)  # the buzz's last frame ends at 1.4 s
+    assert ungated.speech_end >= gated.speech_end + 0.06  # webrtcvad's hangover
+
+
+def _fed(options: VadOptions, levels: list[int]) -> list[object]:
+    """Push frames of constant amplitude `levels[i]`; the classifier calls any sound voiced."""
+    endpointer = Endpointer(options, classify=lambda pcm: bool(pcm.any()))
+    events = []
+    for i, level in enumerate(levels, start=1):
+        events += endpointer.push(AudioFrame(np.full(FRAME_SAMPLES, level, np.int16), i * 0.02))
+    return events
+
+
+def test_a_voiced_tail_far_below_the_speech_level_counts_as_silence() -> None:
+    levels = [10_000] * 10 + [50] * 8 + [0] * 20  # speech, a faint voiced tail (-56 dB), silence
+    gated = [e for e in _fed(OPTIONS, levels) if isinstance(e, Endpoint)]
+    ungated = [e for e in _fed(dataclasses.replace(OPTIONS, speech_floor_db=0), levels)
+               if isinstance(e, Endpoint)]
+    assert gated[0].speech_end == pytest.approx(10 * 0.02)
+    assert ungated[0].speech_end == pytest.approx(18 * 0.02)
+
+
+def test_a_quiet_speaker_after_a_loud_one_is_still_heard() -> None:
+    """The speech level is per utterance: a loud turn does not mute the next, quieter one."""
+    levels = [20_000] * 10 + [0] * 20 + [300] * 10 + [0] * 20
+    events = _fed(OPTIONS, levels)
+    assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint] * 2
+    assert events[-1].speech_end == pytest.approx(40 * 0.02)
