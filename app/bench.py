@@ -28,6 +28,7 @@ LEVERS: dict[str, list[str]] = {
     "speech-floor": ["--vad-floor-db", "0"],
     "speculation": ["--no-speculate"],
     "adaptive-endpoint": ["--fixed-endpoint"],
+    "turn-detector": ["--no-turn-detector"],
     "asr-window": ["--asr-window", "30"],
     "kv-reuse": ["--no-kv-reuse"],
     "first-clause": ["--sentence-clauses"],

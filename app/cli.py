@@ -68,6 +68,7 @@ def settings_from(args: argparse.Namespace) -> Any:
     asr = AsrOptions(windows_s=(args.asr_window,) if args.asr_window else AsrOptions().windows_s)
     return Settings(
         models=ModelChoice(asr=args.asr_model, llm=args.llm_model, tts=args.tts_voice,
+                           turn=args.turn_model,
                            asr_device=args.asr_device, threads=args.threads,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
         asr=asr,
@@ -80,6 +81,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         ),
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
+        turn_detector=not args.no_turn_detector,
     )
 
 
@@ -179,7 +181,8 @@ def _print_turns(result: Any) -> None:
 def _cmd_models(args: argparse.Namespace) -> int:
     rows = []
     for kind, spec in SPECS.items():
-        explicit = getattr(args, {"asr": "asr_model", "llm": "llm_model", "tts": "tts_voice"}[kind])
+        explicit = getattr(args, {"asr": "asr_model", "llm": "llm_model", "tts": "tts_voice",
+                                  "turn": "turn_model"}[kind])
         try:
             found = locate(kind, explicit)
             rows.append((spec.title, str(found.path), f"{found.size_bytes / 1e6:.1f} MB", found.source))
@@ -199,6 +202,8 @@ def _model_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
     group.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
     group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
+    group.add_argument("--turn-model", metavar="GGUF",
+                       help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")
 
 
 def _engine_flags(parser: argparse.ArgumentParser) -> None:
@@ -221,6 +226,8 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
                         help="wait for the endpoint before starting the reply")
     levers.add_argument("--fixed-endpoint", action="store_true",
                         help="always wait --endpoint-ms of silence (no adaptive endpointing)")
+    levers.add_argument("--no-turn-detector", action="store_true",
+                        help="end turns on punctuation alone (no end-of-turn model)")
     levers.add_argument("--asr-window", type=int, metavar="S",
                         help="one fixed Whisper window in seconds (30 = faster-whisper's own)")
     levers.add_argument("--no-kv-reuse", action="store_true",

@@ -6,7 +6,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from models.load import ModelChoice, cpu_threads, load_synthesizer, load_transcriber, open_responder
+from models.load import (
+    ModelChoice,
+    cpu_threads,
+    load_synthesizer,
+    load_transcriber,
+    open_responder,
+    open_turn_detector,
+)
 from models.locate import Located
 from pipeline.asr import AsrOptions
 from pipeline.conversation import ConversationOptions
@@ -26,11 +33,15 @@ class Settings:
     conversation: ConversationOptions = field(default_factory=ConversationOptions)
     tts_cache: bool = True
     reply_cache: bool = True
+    turn_detector: bool = True
+    """Ask a small LM whether the user has finished (pipeline.turn_detector)."""
 
 
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     """Locate and load every model (raises ModelError with the fix if one is unusable)."""
     located = settings.models.resolve()
+    if not settings.turn_detector or settings.conversation.endpoint is None:
+        located.pop("turn")  # a fixed endpoint has no use for a verdict
     threads = cpu_threads(settings.models.threads)
     started = time.perf_counter()
     transcriber = load_transcriber(
@@ -50,7 +61,9 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
 
     # Open one context now so that a broken GGUF fails at start-up, not at the first user.
     open_llm().close()
+    detector = open_turn_detector(located["turn"].path) if "turn" in located else None
     log.info("models loaded in %.1f s", time.perf_counter() - started)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
-                    tts_cache=settings.tts_cache, reply_cache=settings.reply_cache)
+                    tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
+                    detector=detector, close_detector=detector.close if detector else None)
     return engine, located

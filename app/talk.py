@@ -37,7 +37,7 @@ class TalkResult:
     def as_json(self) -> dict[str, Any]:
         turns = [
             {"transcript": t.transcript, "reply": t.reply, "interrupted": t.interrupted,
-             "timeline_ms": t.timeline.relative_ms()}
+             "timeline_ms": t.timeline.relative_ms(), "done_logprob": t.done_logprob}
             for t in self.turns
         ]
         first = turns[0] if turns else {"transcript": "", "reply": "", "timeline_ms": {}}

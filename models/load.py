@@ -14,6 +14,7 @@ from pipeline.drafts import Drafter, PromptLookup
 from pipeline.llm import LlamaResponder, LlmOptions
 from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
+from pipeline.turn_detector import LlamaTurnDetector
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,8 @@ class ModelChoice:
     asr: str | None = None
     llm: str | None = None
     tts: str | None = None
+    turn: str | None = None
+    """The turn detector's GGUF (None: env → config → the embedded SmolLM2)."""
     asr_device: str = "cpu"
     """"cpu" or "cuda" (CTranslate2)."""
     asr_compute_type: str = "int8"
@@ -33,7 +36,7 @@ class ModelChoice:
 
     def resolve(self) -> dict[str, Located]:
         return {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
-                "tts": locate("tts", self.tts)}
+                "tts": locate("tts", self.tts), "turn": locate("turn", self.turn)}
 
 
 def cpu_threads(requested: int) -> int:
@@ -95,3 +98,22 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
     return LlamaResponder(llama, model_id=path.name, options=options)
+
+
+TURN_DETECTOR_THREADS = 1
+"""One thread: it runs beside the responder's two on a 2-core box, and a llama context
+whose threads are preempted stalls at every barrier (measured 43-48 ms per check with one
+thread under load, seconds with two)."""
+
+
+def open_turn_detector(path: Path) -> LlamaTurnDetector:
+    """The end-of-turn model: its own small context over the memory-mapped weights."""
+    from llama_cpp import Llama
+
+    try:
+        llama = Llama(str(path), n_ctx=256, n_threads=TURN_DETECTOR_THREADS,
+                      n_threads_batch=TURN_DETECTOR_THREADS, verbose=False)
+        return LlamaTurnDetector(llama)
+    except (ValueError, RuntimeError, OSError) as error:
+        raise ModelError(f"cannot use {path} as the turn detector: {error}. Fix: pass a "
+                         f"ChatML GGUF such as SmolLM2-135M-Instruct with --turn-model.") from None

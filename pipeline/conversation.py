@@ -57,6 +57,8 @@ class Turn:
     heard: str
     interrupted: bool
     timeline: Timeline
+    done_logprob: float | None = None
+    """The turn detector's last verdict on the user's words (None: not asked)."""
 
 
 def _ignore(_kind: str, _data: dict[str, Any]) -> None:
@@ -184,12 +186,14 @@ class Conversation:
                 return cached
         return self._respeculated
 
-    def _adapt_endpoint(self, reply: Reply, transcript: str) -> None:
-        """The speculative transcript decides how long the silence must last."""
+    def _adapt_endpoint(self, reply: Reply, transcript: str, done_logprob: float | None) -> None:
+        """The speculative transcript (and the turn detector's verdict on it, when that
+        comes) decides how long the silence must last."""
         if self.options.endpoint is None or reply is not self._reply or not reply.speculative:
             return
         self.endpointer.endpoint_ms = endpoint_silence_ms(
-            transcript, self.options.vad.endpoint_ms, self.options.endpoint
+            transcript, self.options.vad.endpoint_ms, self.options.endpoint,
+            done_logprob=done_logprob, verdict_pending=reply.judging,
         )
 
     def _maybe_partial(self) -> None:
@@ -275,7 +279,7 @@ class Conversation:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
-                    interrupted, reply.timeline)
+                    interrupted, reply.timeline, reply.done_logprob)
         self.turns.append(turn)
         self.stats.turns += 1
         self.stats.llm_tokens += reply.tokens
@@ -283,6 +287,7 @@ class Conversation:
         self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
                            "reply": turn.reply, "heard": heard, "interrupted": interrupted,
                            "timeline_ms": reply.timeline.relative_ms(),
+                           "done_logprob": turn.done_logprob,
                            "speech_end_t": reply.timeline.stamps.get(SPEECH_END)})
         if self.on_turn is not None:
             self.on_turn(turn)

@@ -2,7 +2,9 @@
 
 A transcript that ends a sentence ("…today?") can end the turn after a short silence;
 one that trails off ("set a timer for…") waits longer. The transcript comes from the
-speculative ASR at silence onset, so the decision costs nothing extra. Pure logic.
+speculative ASR at silence onset, so the decision costs nothing extra. Where a turn
+detector runs (pipeline.turn_detector), its verdict replaces punctuation, which Whisper
+also puts after fragments ("What is the capital?"). Pure logic.
 """
 
 from __future__ import annotations
@@ -32,22 +34,45 @@ class EndpointOptions:
     trailing_ms: int = 1000
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
+    done_logprob: float = -11.0
+    """Turn-detector log P(turn over) at or above which the turn is complete (complete_ms).
+    Measured: finished turns -1 … -9.6, except "who wrote romeo and juliet" -12.6 and
+    "what time is it" -14.0; fragments -14.4 … -26, except "how far is the moon" -9.1."""
+    unfinished_logprob: float = -15.0
+    """At or below this the user is mid-sentence (trailing_ms); in between, statement_ms."""
 
     def __post_init__(self) -> None:
         if not 0 < self.complete_ms <= self.statement_ms <= self.trailing_ms:
             raise ValueError(
                 "endpoint bounds must satisfy 0 < complete_ms ≤ statement_ms ≤ trailing_ms"
             )
+        if not self.unfinished_logprob <= self.done_logprob <= 0:
+            raise ValueError("turn thresholds must satisfy unfinished_logprob ≤ done_logprob ≤ 0")
 
 
-def endpoint_silence_ms(transcript: str, default_ms: int, options: EndpointOptions) -> int:
-    """The silence (ms) after which a turn with this transcript is over."""
+def endpoint_silence_ms(
+    transcript: str, default_ms: int, options: EndpointOptions, *,
+    done_logprob: float | None = None, verdict_pending: bool = False,
+) -> int:
+    """The silence (ms) after which a turn with this transcript is over.
+
+    `done_logprob` is the turn detector's verdict; `verdict_pending` says one is coming,
+    so punctuation alone must not end the turn early (the VAD default holds till then).
+    """
     text = transcript.strip()
     words = _WORD.findall(text.lower())
     if not words:
         return default_ms
     if words[-1] in _TRAILING_WORDS or text.endswith((",", "-", "—", "…", "...")):
         return options.trailing_ms
+    if done_logprob is not None:
+        if done_logprob >= options.done_logprob:
+            return options.complete_ms
+        if done_logprob <= options.unfinished_logprob:
+            return options.trailing_ms
+        return options.statement_ms
+    if verdict_pending:
+        return default_ms
     if text.endswith(("?", "!")):
         return options.complete_ms
     if text.endswith("."):

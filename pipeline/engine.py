@@ -1,8 +1,8 @@
 """The engine: models loaded once per process, a conversation opened per user.
 
-ASR and TTS models are shared by all conversations (one worker thread each); every
-conversation gets its own llama context and worker, because the KV prefix it keeps is
-that conversation's history.
+ASR, TTS and the turn detector are shared by all conversations (one worker thread each);
+every conversation gets its own llama context and worker, because the KV prefix it keeps
+is that conversation's history.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pipeline.reply import Emit, Models
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats
 from pipeline.tts import Synthesizer
+from pipeline.turn_detector import TurnDetector
 from pipeline.workers import ModelWorker, Priority
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class Engine:
         *,
         tts_cache: bool = True,
         reply_cache: bool = True,
+        detector: TurnDetector | None = None,
+        close_detector: Callable[[], None] | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -57,6 +60,9 @@ class Engine:
         self.open_responder = open_responder
         self.asr_worker = ModelWorker("asr")
         self.tts_worker = ModelWorker("tts")
+        self.detector = detector
+        self.detector_worker = ModelWorker("turn") if detector is not None else None
+        self._close_detector = close_detector
 
     async def warm(self) -> None:
         """Exercise ASR and TTS once so that no user pays for first-call set-up."""
@@ -65,6 +71,9 @@ class Engine:
         await self.tts_worker.run(
             lambda: list(self.synthesizer.synthesize("Hello there.")), priority=Priority.BACKGROUND
         )
+        if self.detector is not None and self.detector_worker is not None:
+            await self.detector_worker.run(self.detector.done_logprob, "Hello there.",
+                                           priority=Priority.BACKGROUND)
 
     @contextlib.asynccontextmanager
     async def open(
@@ -77,7 +86,7 @@ class Engine:
             opened = await llm_worker.run(self.open_responder)
             await llm_worker.run(opened.responder.warm, [])
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
-                            self.synthesizer, self.tts_worker)
+                            self.synthesizer, self.tts_worker, self.detector, self.detector_worker)
             extra = {"emit": emit} if emit is not None else {}
             yield Conversation(models, speaker, self.options, **extra,  # type: ignore[arg-type]
                                stats=self.stats, reply_cache=self.reply_cache, **kwargs)
@@ -95,3 +104,5 @@ class Engine:
     def close(self) -> None:
         self.asr_worker.close()
         self.tts_worker.close()
+        if self.detector_worker is not None:
+            self.detector_worker.close(self._close_detector)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,9 +22,15 @@ from pipeline.llm import Message, Responder
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
 from pipeline.tts import Synthesizer
+from pipeline.turn_detector import TurnDetector
 from pipeline.workers import Gate, ModelWorker, Priority
 
+log = logging.getLogger(__name__)
+
 Emit = Callable[[str, dict[str, Any]], None]
+OnTranscript = Callable[["Reply", str, "float | None"], None]
+"""Called with the transcript as soon as it exists (verdict None), then again with the
+turn detector's verdict (log P(turn over)) when a detector runs."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,8 @@ class Models:
     llm_worker: ModelWorker
     synthesizer: Synthesizer
     tts_worker: ModelWorker
+    detector: TurnDetector | None = None
+    detector_worker: ModelWorker | None = None
 
 
 @dataclass
@@ -55,11 +64,15 @@ class Reply:
     timeline: Timeline
     emit: Emit
     speculative: bool
-    on_transcript: Callable[[Reply, str], None] | None = None
+    on_transcript: OnTranscript | None = None
     clause_options: ClauseOptions | None = None
     find_draft: Callable[[str], str | None] | None = None
     """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
     transcript: str | None = None
+    done_logprob: float | None = None
+    """The turn detector's verdict on the transcript (speculative replies only)."""
+    judging: bool = False
+    """The turn detector is working on the transcript: its verdict is still to come."""
     text: str = ""
     tokens: int = 0
     llm_seconds: float = 0.0
@@ -120,16 +133,33 @@ class Reply:
             models.transcriber.transcribe, self.audio, priority=self.priority
         )
         self.timeline.stamp(ASR_FINAL)
+        # Ask the turn detector only while the endpoint is still to come (speculating).
+        self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
         if self.on_transcript is not None:
-            self.on_transcript(self, self.transcript)
+            self.on_transcript(self, self.transcript, None)
         if not self.transcript:
             return
         self._show("transcript", {"text": self.transcript, "final": True})
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
+            if self.judging:
+                group.create_task(self._judge_turn())
             group.create_task(self._think(clauses))
             group.create_task(self._speak(clauses))
         await self.finished.wait()
+
+    async def _judge_turn(self) -> None:
+        """Runs beside the LLM, on the detector's own worker and context."""
+        detector, worker = self.models.detector, self.models.detector_worker
+        assert detector is not None and worker is not None and self.transcript is not None
+        try:
+            self.done_logprob = await worker.run(detector.done_logprob, self.transcript,
+                                                 priority=self.priority)
+        except Exception:  # the endpoint falls back to punctuation; the reply goes on
+            log.exception("turn detector failed")
+        self.judging = False
+        if self.on_transcript is not None:
+            self.on_transcript(self, self.transcript, self.done_logprob)
 
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
         splitter = ClauseSplitter(self.clause_options)

@@ -121,6 +121,23 @@ class FakeSynthesizer:
         self.finished.append(text)
 
 
+class FakeDetector:
+    """Scores transcripts from a table (log P(turn over)); unknown text raises."""
+
+    def __init__(self, verdicts: dict[str, float], delay_s: float = 0.0) -> None:
+        self.verdicts = verdicts
+        self.delay_s = delay_s
+        self.asked: list[str] = []
+        self.threads: list[str] = []
+
+    def done_logprob(self, text: str) -> float:
+        self.asked.append(text)
+        self.threads.append(threading.current_thread().name)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return self.verdicts[text]
+
+
 class Workers:
     """Creates model workers and closes every one of them at the end of a test."""
 
@@ -137,8 +154,10 @@ class Workers:
         transcriber: FakeTranscriber,
         responder: FakeResponder,
         synthesizer: FakeSynthesizer,
+        detector: FakeDetector | None = None,
     ) -> Models:
-        return Models(transcriber, self("asr"), responder, self("llm"), synthesizer, self("tts"))
+        return Models(transcriber, self("asr"), responder, self("llm"), synthesizer, self("tts"),
+                      detector, self("turn") if detector is not None else None)
 
     def close(self) -> None:
         for worker in self.all:

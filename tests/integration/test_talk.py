@@ -145,7 +145,7 @@ def test_models_command_lists_the_embedded_models() -> None:
     result = apace("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert len(rows) == 3
+    assert [row["model"].split()[0] for row in rows] == ["ASR", "LLM", "TTS", "turn"]
     for row in rows:
         assert Path(row["path"]).exists()
         assert row["source"].startswith("embedded")

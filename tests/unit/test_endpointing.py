@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.speaker import Speaker
+from pipeline.turn_detector import LlamaTurnDetector, normalise
 from tests.fakes import (
     ONSET_FRAMES,
     TEST_VAD,
+    FakeDetector,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
@@ -96,6 +100,53 @@ async def test_a_trailing_transcript_survives_a_pause_longer_than_the_default(
 
 
 @pytest.mark.timeout(10)
+async def test_a_fragment_whisper_calls_a_question_waits_for_the_rest(workers: Workers) -> None:
+    """'What is the capital?' is a fragment to the turn detector: the '?' does not end the
+    turn, the pause is waited out, and the whole question becomes one turn."""
+    transcriber = FakeTranscriber("What is the capital?", "What is the capital of Spain?")
+    detector = FakeDetector({"What is the capital?": -23.0, "What is the capital of Spain?": -4.7},
+                            delay_s=0.02)
+    models = workers.models(transcriber, FakeResponder(["Madrid."]), FakeSynthesizer(), detector)
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=300, trailing_ms=600))
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: conv.endpointer.endpoint_ms == 600, what="the endpoint lengthened")
+        await mic.send(False, 400 // 20)  # longer than the '?' rule's 100 ms, and the default
+        assert conv.speculation.committed == 0 and conv.endpointer.speaking
+        await mic.send(True, 10)  # "of Spain"
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the endpoint shortened")
+        await mic.send(False, 5)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert conv.turns[0].transcript == "What is the capital of Spain?"
+    assert detector.asked == ["What is the capital?", "What is the capital of Spain?"]
+    assert set(detector.threads) == {"apace-turn"}  # its own worker, not the loop or the LLM's
+
+
+@pytest.mark.timeout(10)
+async def test_punctuation_alone_does_not_end_the_turn_while_the_verdict_is_pending(
+    workers: Workers,
+) -> None:
+    detector = FakeDetector({"Can you tell me a joke?": -3.0}, delay_s=0.3)
+    models = workers.models(FakeTranscriber("Can you tell me a joke?"), FakeResponder(["Ha."]),
+                            FakeSynthesizer(), detector)
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=200, trailing_ms=400))
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: bool(models.transcriber.calls), what="the transcript")
+        await asyncio.sleep(0.05)
+        assert conv.endpointer.endpoint_ms == TEST_VAD.endpoint_ms  # not the '?' rule's 100
+        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the verdict")
+        await mic.send(False, 100 // 20)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert conv.turns[0].transcript == "Can you tell me a joke?"
+
+
+@pytest.mark.timeout(10)
 async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) -> None:
     transcriber = FakeTranscriber("Tell me", "Tell me a joke.")
     models = workers.models(transcriber, FakeResponder(["Ha."]), FakeSynthesizer())
@@ -105,3 +156,43 @@ async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) ->
         await until(lambda: any(kind == "transcript" for kind, _ in events), what="a caption")
     partial = next(data for kind, data in events if kind == "transcript")
     assert partial == {"text": "Tell me", "final": False}
+
+
+@pytest.mark.parametrize(
+    ("transcript", "done_logprob", "silence_ms"),
+    [
+        ("What is the capital?", -23.3, 900),  # a fragment Whisper punctuated: wait
+        ("Set a timer for ten minutes.", -6.1, 200),  # a finished statement: no 700 ms wait
+        ("play some jazz music", -4.0, 200),
+        ("What time is it?", -14.0, 700),  # unsure: the middle band
+        ("What is the weather like", -2.0, 900),  # a trailing word still wins
+    ],
+)
+def test_the_turn_detectors_verdict_replaces_punctuation(
+    transcript: str, done_logprob: float, silence_ms: int
+) -> None:
+    assert endpoint_silence_ms(transcript, 500, OPTIONS, done_logprob=done_logprob) == silence_ms
+
+
+def test_a_question_mark_does_not_end_the_turn_early_while_a_verdict_is_coming() -> None:
+    assert endpoint_silence_ms("What is the capital?", 500, OPTIONS, verdict_pending=True) == 500
+    assert endpoint_silence_ms("Set a timer for", 500, OPTIONS, verdict_pending=True) == 900
+
+
+def test_turn_thresholds_must_be_ordered() -> None:
+    with pytest.raises(ValueError, match="turn thresholds"):
+        EndpointOptions(done_logprob=-16.0, unfinished_logprob=-11.0)
+
+
+class _NotChatMl:
+    def __init__(self) -> None:
+        self.metadata = {"tokenizer.chat_template": "{{ messages[0]['content'] }}</s>"}
+
+
+def test_a_model_without_chatml_messages_cannot_be_the_turn_detector() -> None:
+    with pytest.raises(ValueError, match="ChatML"):
+        LlamaTurnDetector(_NotChatMl())  # type: ignore[arg-type]
+
+
+def test_normalising_drops_case_and_punctuation_but_keeps_apostrophes() -> None:
+    assert normalise("  What's the CAPITAL?!  of, Spain.") == "what's the capital of spain"

@@ -1,0 +1,43 @@
+"""The end-of-turn model (the embedded SmolLM2) tells finished turns from fragments."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.load import open_turn_detector
+from models.locate import locate
+from pipeline.endpointing import EndpointOptions
+from pipeline.turn_detector import LlamaTurnDetector
+
+pytestmark = pytest.mark.integration
+
+FINISHED = ["What is the capital of France?", "How many days are there in a week?",
+            "What is the capital of Spain?", "Set a timer for ten minutes.",
+            "Turn off the lights in the kitchen.", "Play some music by the Beatles."]
+FRAGMENTS = ["What is the capital?", "Set a timer for.", "Tell me a fun fact about",
+             "Turn off the lights in.", "Play some music by", "How far is the men?",
+             "Can you remind me to call?"]  # as Whisper wrote them after a pause
+
+
+@pytest.fixture(scope="module")
+def detector() -> LlamaTurnDetector:
+    found = open_turn_detector(locate("turn").path)
+    yield found
+    found.close()
+
+
+def test_finished_turns_score_above_the_done_threshold(detector: LlamaTurnDetector) -> None:
+    scores = {text: detector.done_logprob(text) for text in FINISHED}
+    assert all(s >= EndpointOptions().done_logprob for s in scores.values()), scores
+
+
+def test_fragments_score_below_the_unfinished_threshold(detector: LlamaTurnDetector) -> None:
+    scores = {text: detector.done_logprob(text) for text in FRAGMENTS}
+    assert all(s <= EndpointOptions().unfinished_logprob for s in scores.values()), scores
+
+
+def test_a_verdict_does_not_depend_on_the_checks_before_it(detector: LlamaTurnDetector) -> None:
+    """Each check rewinds to the cached system prompt: no earlier words leak into it."""
+    first = detector.done_logprob("What is the capital?")
+    detector.done_logprob("Tell me a very long story about dragons and knights and castles")
+    assert detector.done_logprob("What is the capital?") == pytest.approx(first, abs=0.05)
