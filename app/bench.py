@@ -34,6 +34,7 @@ LEVERS: dict[str, list[str]] = {
     "first-clause": ["--sentence-clauses"],
     "drafts": ["--no-drafts"],
     "captions": ["--no-captions"],
+    "cpu-turns": ["--no-cpu-turns"],
 }
 PAUSED = [  # (question, words after which the speaker pauses to think)
     ("Set a timer for ten minutes.", "for"),

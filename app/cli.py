@@ -82,6 +82,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
         turn_detector=not args.no_turn_detector,
+        share_cpu=not args.no_cpu_turns,
     )
 
 
@@ -239,6 +240,8 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     levers.add_argument("--prompt-lookup", action="store_true",
                         help="add prompt-lookup drafts (slower for chat on CPU)")
     levers.add_argument("--no-tts-cache", action="store_true")
+    levers.add_argument("--no-cpu-turns", action="store_true",
+                        help="let ASR, LLM and TTS compute at the same time")
     levers.add_argument("--no-captions", action="store_true",
                         help="no live partial transcripts while the user speaks")
 

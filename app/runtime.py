@@ -35,6 +35,8 @@ class Settings:
     reply_cache: bool = True
     turn_detector: bool = True
     """Ask a small LM whether the user has finished (pipeline.turn_detector)."""
+    share_cpu: bool = True
+    """Models take turns on the CPU instead of running at once (pipeline.workers.CpuLock)."""
 
 
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
@@ -61,9 +63,13 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
 
     # Open one context now so that a broken GGUF fails at start-up, not at the first user.
     open_llm().close()
-    detector = open_turn_detector(located["turn"].path) if "turn" in located else None
+    # Under the CPU lock nothing runs beside it, so it may use every core; without the
+    # lock it runs beside the responder and gets one thread (two would stall both).
+    detector = (open_turn_detector(located["turn"].path, threads if settings.share_cpu else 1)
+                if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
                     tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
-                    detector=detector, close_detector=detector.close if detector else None)
+                    detector=detector, close_detector=detector.close if detector else None,
+                    share_cpu=settings.share_cpu)
     return engine, located

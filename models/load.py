@@ -100,19 +100,17 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
     return LlamaResponder(llama, model_id=path.name, options=options)
 
 
-TURN_DETECTOR_THREADS = 1
-"""One thread: it runs beside the responder's two on a 2-core box, and a llama context
-whose threads are preempted stalls at every barrier (measured 43-48 ms per check with one
-thread under load, seconds with two)."""
+def open_turn_detector(path: Path, threads: int) -> LlamaTurnDetector:
+    """The end-of-turn model: its own small context over the memory-mapped weights.
 
-
-def open_turn_detector(path: Path) -> LlamaTurnDetector:
-    """The end-of-turn model: its own small context over the memory-mapped weights."""
+    `threads`: all cores when it takes turns with the other models on the CPU; one when it
+    runs beside them (a llama context whose threads get preempted stalls at every step:
+    measured 43-48 ms per check with one thread under load, seconds with two)."""
     from llama_cpp import Llama
 
     try:
-        llama = Llama(str(path), n_ctx=256, n_threads=TURN_DETECTOR_THREADS,
-                      n_threads_batch=TURN_DETECTOR_THREADS, verbose=False)
+        llama = Llama(str(path), n_ctx=256, n_threads=threads, n_threads_batch=threads,
+                      verbose=False)
         return LlamaTurnDetector(llama)
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot use {path} as the turn detector: {error}. Fix: pass a "

@@ -24,7 +24,7 @@ from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats
 from pipeline.tts import Synthesizer
 from pipeline.turn_detector import TurnDetector
-from pipeline.workers import ModelWorker, Priority
+from pipeline.workers import CpuLock, ModelWorker, Priority
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ class Engine:
         reply_cache: bool = True,
         detector: TurnDetector | None = None,
         close_detector: Callable[[], None] | None = None,
+        share_cpu: bool = True,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -58,10 +59,12 @@ class Engine:
         )
         self.reply_cache = ReplyCache(stats=self.stats.reply_cache) if reply_cache else None
         self.open_responder = open_responder
-        self.asr_worker = ModelWorker("asr")
-        self.tts_worker = ModelWorker("tts")
+        # One model computes at a time, across all conversations (pipeline.workers).
+        self.cpu = CpuLock() if share_cpu else None
+        self.asr_worker = ModelWorker("asr", self.cpu)
+        self.tts_worker = ModelWorker("tts", self.cpu)
         self.detector = detector
-        self.detector_worker = ModelWorker("turn") if detector is not None else None
+        self.detector_worker = ModelWorker("turn", self.cpu) if detector is not None else None
         self._close_detector = close_detector
 
     async def warm(self) -> None:
@@ -80,11 +83,12 @@ class Engine:
         self, speaker: Speaker, emit: Emit | None = None, **kwargs: object
     ) -> AsyncIterator[Conversation]:
         """A conversation with its own llama context, warmed; closed on exit."""
-        llm_worker = ModelWorker("llm")
+        llm_worker = ModelWorker("llm", self.cpu)
         opened: ClosableResponder | None = None
         try:
-            opened = await llm_worker.run(self.open_responder)
-            await llm_worker.run(opened.responder.warm, [])
+            # Background priority: a new user's set-up never delays someone's reply.
+            opened = await llm_worker.run(self.open_responder, priority=Priority.BACKGROUND)
+            await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector, self.detector_worker)
             extra = {"emit": emit} if emit is not None else {}

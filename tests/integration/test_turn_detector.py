@@ -21,7 +21,7 @@ FRAGMENTS = ["What is the capital?", "Set a timer for.", "Tell me a fun fact abo
 
 @pytest.fixture(scope="module")
 def detector() -> LlamaTurnDetector:
-    found = open_turn_detector(locate("turn").path)
+    found = open_turn_detector(locate("turn").path, threads=2)
     yield found
     found.close()
 

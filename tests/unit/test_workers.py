@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.workers import ModelWorker, Priority
+from pipeline.workers import CpuLock, ModelWorker, Priority
 from tests.fakes import Workers, until
 
 pytestmark = pytest.mark.timeout(10)
@@ -228,3 +228,95 @@ async def test_busy_s_accumulates_time_spent_in_jobs(workers: Workers) -> None:
     await worker.run(time.sleep, 0.05)
     await until(lambda: worker.busy_s > 0)
     assert 0.04 < worker.busy_s < 1.0
+
+
+def _shared(workers: Workers, *names: str) -> list[ModelWorker]:
+    cpu = CpuLock()
+    made = [ModelWorker(name, cpu) for name in names]
+    workers.all += made
+    return made
+
+
+async def test_workers_sharing_the_cpu_never_compute_at_the_same_time(workers: Workers) -> None:
+    asr, llm, tts = _shared(workers, "asr", "llm", "tts")
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+
+    def compute() -> None:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.01)
+        with lock:
+            inside -= 1
+
+    def tokens() -> Iterator[int]:
+        for i in range(5):
+            compute()
+            yield i
+
+    async def consume() -> list[int]:
+        return [i async for i in llm.stream(tokens)]
+
+    results = await asyncio.gather(consume(), *(w.run(compute) for w in (asr, tts, asr, tts)))
+    assert results[0] == [0, 1, 2, 3, 4]
+    assert most == 1
+
+
+async def test_the_most_urgent_waiter_gets_the_cpu_next(workers: Workers) -> None:
+    asr, llm, tts, turn = _shared(workers, "asr", "llm", "tts", "turn")
+    gate, gate_task = await occupy(asr)
+    order: list[str] = []
+    waiting = [
+        asyncio.create_task(worker.run(order.append, name, priority=priority))
+        for worker, name, priority in [
+            (llm, "caption", Priority.BACKGROUND),
+            (tts, "speculative", Priority.SPECULATIVE),
+            (turn, "confirmed", Priority.CONFIRMED),
+        ]
+    ]
+    await asyncio.sleep(0.05)  # all three wait for the CPU, each in its own worker
+    assert order == []
+    gate.opened.set()
+    await asyncio.gather(gate_task, *waiting)
+    assert order == ["confirmed", "speculative", "caption"]
+
+
+async def test_a_stream_lends_the_cpu_between_its_items(workers: Workers) -> None:
+    """Piper can speak clause 1 between two LLM tokens: a job that arrives mid-stream runs
+    before the stream's next item, not after the whole stream."""
+    llm, tts = _shared(workers, "llm", "tts")
+    log: list[str] = []
+    arrived = threading.Event()
+
+    def tokens() -> Iterator[str]:
+        for i in range(4):
+            log.append(f"token{i}")
+            if i == 1:
+                arrived.wait(5)  # computing token 1 when the TTS job arrives
+                log.append("token1 done")
+            yield str(i)
+
+    async def consume() -> None:
+        async for _ in llm.stream(tokens):
+            pass
+
+    streaming = asyncio.create_task(consume())
+    await until(lambda: "token1" in log)
+    speaking = asyncio.create_task(tts.run(log.append, "clause"))
+    await asyncio.sleep(0.05)  # the TTS job is waiting for the CPU now
+    arrived.set()
+    await asyncio.gather(streaming, speaking)
+    assert log == ["token0", "token1", "token1 done", "clause", "token2", "token3"]
+
+
+async def test_waiting_for_the_cpu_is_measured(workers: Workers) -> None:
+    asr, tts = _shared(workers, "asr", "tts")
+    gate, gate_task = await occupy(asr)
+    waiting = asyncio.create_task(tts.run(lambda: None))
+    await asyncio.sleep(0.1)
+    gate.opened.set()
+    await asyncio.gather(gate_task, waiting)
+    assert asr.cpu is not None and asr.cpu.waited_s >= 0.09
