@@ -15,6 +15,7 @@ Piper can speak clause 1 between two LLM tokens — in priority order.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import heapq
 import itertools
@@ -22,6 +23,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -89,9 +91,11 @@ class ModelWorker:
         self.cpu = cpu
         self._jobs: queue.PriorityQueue[_Job[Any]] = queue.PriorityQueue()
         self._seq = itertools.count()
+        self._current: _Job[Any] | None = None
         self._thread = threading.Thread(target=self._loop, name=f"apace-{name}", daemon=True)
         self._thread.start()
         self.busy_s = 0.0
+        _LIVE.add(self)
 
     async def run(
         self, fn: Callable[..., T], *args: Any, priority: Priority = Priority.CONFIRMED
@@ -111,9 +115,9 @@ class ModelWorker:
                         return
                     result = fn(*args)
             except BaseException as error:  # handed to the awaiting task, not swallowed
-                loop.call_soon_threadsafe(_settle, future, None, error)
+                _hand(loop, _settle, future, None, error)
             else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+                _hand(loop, _settle, future, result, None)
 
         job = self._submit(run, priority)
         try:
@@ -150,17 +154,18 @@ class ModelWorker:
                         item = next(generator, _DONE)
                     if item is _DONE:
                         break
-                    loop.call_soon_threadsafe(items.put_nowait, item)
+                    if not _hand(loop, items.put_nowait, item):
+                        break  # nobody is listening any more (the loop is closed)
                     if gate is not None:
                         gate.wait()
                     if cancelled.is_set():
                         break
             except BaseException as error:
-                loop.call_soon_threadsafe(items.put_nowait, _Failure(error))
+                _hand(loop, items.put_nowait, _Failure(error))
             finally:
                 if hasattr(generator, "close"):
                     generator.close()
-                loop.call_soon_threadsafe(items.put_nowait, _DONE)
+                _hand(loop, items.put_nowait, _DONE)
 
         job = self._submit(run, priority)
         try:
@@ -208,11 +213,30 @@ class ModelWorker:
     def _loop(self) -> None:
         while (job := self._jobs.get()) is not _STOP:
             started = time.perf_counter()
+            self._current = job
             try:
                 job.run(job.cancelled)
             except BaseException:  # a job's own errors go to its awaiter; this is a bug
                 log.exception("worker %s: job crashed", self.name)
+            self._current = None
             self.busy_s += time.perf_counter() - started
+
+
+_LIVE: weakref.WeakSet[ModelWorker] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_jobs_in_hand() -> None:
+    """Let every worker finish the model call in hand before the process exits.
+
+    The threads are daemons (a stuck one must not hang the exit), but one still inside
+    llama.cpp when C++ static destructors run reads freed memory: measured as a segfault
+    at exit in ggml_cpu_extra_compute_forward when a reply was cut short by the end of input.
+    """
+    for worker in list(_LIVE):
+        if (job := worker._current) is not None:
+            job.cancelled.set()  # a stream stops at its next item
+        worker.close(wait=5.0)
 
 
 class Gate:
@@ -236,6 +260,15 @@ class Gate:
 @dataclass(frozen=True)
 class _Failure:
     error: BaseException
+
+
+def _hand(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> bool:
+    """Call `fn(*args)` on the loop's thread; False if the loop has closed meanwhile."""
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # "Event loop is closed": the awaiting side is gone
+        return False
+    return True
 
 
 def _settle(future: asyncio.Future[T], result: T | None, error: BaseException | None) -> None:
