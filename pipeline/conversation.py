@@ -95,6 +95,7 @@ class Conversation:
         self._partial: asyncio.Task[None] | None = None
         self._partial_at = 0.0
         self._group: asyncio.TaskGroup | None = None
+        self._prefill: asyncio.Task[None] | None = None
 
     @property
     def busy(self) -> bool:
@@ -278,6 +279,10 @@ class Conversation:
         if self.reply_cache is not None and not interrupted and reply.transcript:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
+        if self._group is not None:  # read the next prompt's start while the user is silent
+            models = self.models
+            self._prefill = self._group.create_task(models.llm_worker.run(
+                models.responder.prefill, list(self.history), priority=Priority.BACKGROUND))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob)
         self.turns.append(turn)

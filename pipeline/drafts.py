@@ -67,12 +67,21 @@ class Drafter(LlamaDraftModel):
         self.always: list[Callable[[], DraftSource]] = []
         self._prompt_len = 0
         self._pending: tuple[int, Tokens] | None = None
+        self._on_first_proposal: Callable[[], None] | None = None
 
-    def start(self, prompt_len: int, sources: Sequence[DraftSource]) -> None:
-        """A new reply begins after `prompt_len` prompt tokens."""
+    def start(
+        self,
+        prompt_len: int,
+        sources: Sequence[DraftSource],
+        on_first_proposal: Callable[[], None] | None = None,
+    ) -> None:
+        """A new reply begins after `prompt_len` prompt tokens. `on_first_proposal` runs
+        before the reply's first drafted tokens are evaluated (to switch on the logits
+        that verifying them needs)."""
         self._prompt_len = prompt_len
         self.sources = [*sources, *(make() for make in self.always)]
         self._pending = None
+        self._on_first_proposal = on_first_proposal
 
     def __call__(self, input_ids: Tokens, /, **_kwargs: Any) -> Tokens:
         self._account(input_ids)
@@ -80,6 +89,9 @@ class Drafter(LlamaDraftModel):
         for source in self.sources:
             proposal = source.propose(generated, input_ids)
             if len(proposal):
+                if self._on_first_proposal is not None:
+                    self._on_first_proposal()
+                    self._on_first_proposal = None
                 self._pending = (len(input_ids), proposal)
                 self.stats.proposed += len(proposal)
                 return proposal
@@ -89,6 +101,7 @@ class Drafter(LlamaDraftModel):
         """The reply ended: account the last proposal against the final output."""
         self._account(output)
         self.sources = []
+        self._on_first_proposal = None
 
     def _account(self, input_ids: Tokens) -> None:
         if self._pending is None:

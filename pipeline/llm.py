@@ -3,14 +3,16 @@
 The prompt of every turn is the previous turn's prompt plus the new exchange, so
 llama.cpp's longest-common-prefix check finds the conversation's KV prefix (system prompt
 + history) already evaluated and only the new user turn is read: TTFT ~600 ms cold, ~50 ms
-warm (DESIGN.md). The history is trimmed, oldest exchanges first, before it would
+warm (DESIGN.md). Between turns `prefill` also reads the finished exchange and the
+template's start of the next user message, so a reply reads only the user's words and the
+assistant header. The history is trimmed, oldest exchanges first, before it would
 overflow the context.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -53,6 +55,11 @@ class Responder(Protocol):
 
     def warm(self, history: Sequence[Message]) -> None:
         """Evaluate the prompt prefix now so the first turn is not cold."""
+        ...
+
+    def prefill(self, history: Sequence[Message]) -> None:
+        """Between turns: evaluate what the next turn's prompt after `history` starts with,
+        so the reply has less to read. Only ever a head start, never a change to a reply."""
         ...
 
 
@@ -114,28 +121,28 @@ class LlamaResponder:
         """The newest part of `history` that leaves room for `user` and the reply."""
         kept = list(history)
         budget = self.options.n_ctx - self.options.max_tokens - 8
-        while kept and self._count(self.prompt(kept, user)) > budget:
+        while kept and self._longer(self.prompt(kept, user), budget):
             kept = kept[2:] if len(kept) >= 2 else []
         return kept
 
     def reply(
         self, history: Sequence[Message], user: str, draft: str | None = None
     ) -> Iterator[str]:
-        prompt = self.prompt(self.fit(history, user), user)
+        tokens = self._tokens(self.prompt(self.fit(history, user), user))
         if not self.options.reuse_kv:
             self.llama.reset()
         drafter = self.drafter
         if drafter is not None:
-            prompt_tokens = self.llama.tokenize(prompt.encode(), special=True)
             sources = []
             if draft and self.options.drafts:
                 sources.append(TextDraft("expected_reply", self._draft_tokens(draft)))
-            drafter.start(len(prompt_tokens), sources)
-            # Verifying a draft needs the logits of every drafted position; computing them
-            # for every prompt token too cost ~20 ms TTFT per turn, so only when drafting.
-            self.llama._logits_all = bool(drafter.sources)
+            # Verifying a draft needs the logits of every drafted position (their buffer is
+            # sized by the constructor's logits_all: models/load.py); computing them for the
+            # prompt too cost 12-17 ms TTFT, so they come on at the drafter's first proposal.
+            self.llama._logits_all = False
+            drafter.start(len(tokens), sources, on_first_proposal=self._all_logits)
         stream = self.llama.create_completion(
-            prompt,
+            tokens,  # token ids, not text: the prompt is tokenized once per turn
             max_tokens=self.options.max_tokens,
             temperature=self.options.temperature,
             repeat_penalty=self.options.repeat_penalty,
@@ -157,21 +164,70 @@ class LlamaResponder:
         model = getattr(self.llama, "draft_model", None)
         return model if isinstance(model, Drafter) else None
 
+    def _all_logits(self) -> None:
+        self.llama._logits_all = True
+
     def _draft_tokens(self, draft: str) -> list[int]:
         tokens = self.llama.tokenize(draft.strip().encode(), add_bos=False, special=True)
         return [*tokens, self.llama.token_eos()] if self._stop else tokens
 
     def warm(self, history: Sequence[Message]) -> None:
-        prefix = self.prompt(history, None)
-        tokens = self.llama.tokenize(prefix.encode(), add_bos=False, special=True)
         self.llama.reset()
-        self.llama.eval(tokens)
+        self._extend(self._next_prompt_start(history))
+
+    def prefill(self, history: Sequence[Message]) -> None:
+        if self.options.reuse_kv:
+            self._extend(self._next_prompt_start(history))
+
+    def _next_prompt_start(self, history: Sequence[Message]) -> list[int]:
+        """The tokens the next turn's prompt starts with, whatever the user says: system
+        prompt, the history `fit` will keep, and the template's start of a user message."""
+        kept = self.fit(history, _PROBES[0])
+        prompts = [self.prompt(kept, probe) for probe in _PROBES]
+        tokens = self._tokens(prompts[0][: _common_prefix(*prompts)])
+        for prompt in prompts:
+            # The last tokens before the user's words could merge with them (a BPE seam):
+            # keep only what the full prompts are tokenized to as well.
+            tokens = tokens[: _common_prefix(tokens, self._tokens(prompt))]
+        return tokens
+
+    def _extend(self, tokens: list[int]) -> None:
+        """Make the KV hold `tokens`: keep the longest prefix it holds, evaluate the rest."""
+        llama = self.llama
+        keep = _common_prefix(llama._input_ids, tokens)
+        if keep == len(tokens):
+            return
+        llama.n_tokens = keep  # eval drops the KV past n_tokens
+        if self.drafter is not None:
+            llama._logits_all = False
+        llama.eval(tokens[keep:])
 
     def close(self) -> None:
         self.llama.close()
 
-    def _count(self, text: str) -> int:
-        return len(self.llama.tokenize(text.encode(), add_bos=False, special=True))
+    def _tokens(self, prompt: str) -> list[int]:
+        """`prompt` as create_completion would tokenize it (a BOS if the model wants one)."""
+        return self.llama.tokenize(prompt.encode(), add_bos=True, special=True)
+
+    def _longer(self, prompt: str, budget: int) -> bool:
+        # Every token but a BOS spans at least one byte (the budget's margin covers a BOS),
+        # so a prompt within budget in bytes is within it in tokens: most turns skip
+        # tokenizing the whole prompt here.
+        return len(prompt.encode()) > budget and len(self._tokens(prompt)) > budget
+
+
+_PROBES = ("What is it?", "hello")
+"""Two user messages that start differently: their prompts part where the user's words
+begin, and tokens both prompts share up to there do not depend on those words."""
+
+
+def _common_prefix(a: Iterable[object], b: Iterable[object]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _token_text(llama: Llama, token: int) -> str:

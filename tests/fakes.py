@@ -69,6 +69,8 @@ class FakeResponder:
         self.users: list[str] = []
         self.drafts: list[str | None] = []
         self.threads: list[str] = []
+        self.prefills: list[tuple[list[Message], str]] = []
+        """(history, thread name) of each `prefill` call."""
         self.produced = 0
         self.started = threading.Event()
         self.stopped_early = threading.Event()
@@ -98,6 +100,9 @@ class FakeResponder:
 
     def warm(self, history: Sequence[Message]) -> None:
         pass
+
+    def prefill(self, history: Sequence[Message]) -> None:
+        self.prefills.append((list(history), threading.current_thread().name))
 
 
 class FakeSynthesizer:

@@ -109,3 +109,19 @@ def test_drafter_counts_accepted_tokens_against_what_was_verified() -> None:
     # The model agreed with 11 and 12, then chose 99 instead of 13.
     drafter.finish(np.array([*prompt, 10, 11, 12, 99], np.intc))
     assert (drafter.stats.proposed, drafter.stats.accepted) == (3, 2)
+
+
+def test_drafter_calls_back_once_before_its_first_proposal_only() -> None:
+    """The responder switches on the logits a draft's verification needs only once a draft
+    is proposed: a prompt with nothing to verify is read without them."""
+    calls: list[int] = []
+    drafter = Drafter()
+    drafter.start(prompt_len=1, sources=[TextDraft("cached", [10, 11, 12], max_tokens=1)],
+                  on_first_proposal=lambda: calls.append(1))
+    assert len(drafter(np.array([1, 99], np.intc))) == 0  # output left the draft: no call
+    assert calls == []
+    drafter.start(prompt_len=1, sources=[TextDraft("cached", [10, 11, 12], max_tokens=1)],
+                  on_first_proposal=lambda: calls.append(2))
+    assert list(drafter(np.array([1, 10], np.intc))) == [11]
+    assert list(drafter(np.array([1, 10, 11], np.intc))) == [12]
+    assert calls == [2]

@@ -8,6 +8,8 @@ popped by the test to stand in for playback. The endpointer uses TEST_VAD: speec
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,7 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
+from pipeline.workers import Priority
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,
@@ -286,3 +289,30 @@ async def test_speech_started_is_emitted_when_the_user_starts_talking(workers: W
         assert events == []
         await mic.send(True, 1)
         assert events == [("speech_started", {})]
+
+
+async def test_after_each_turn_the_next_prompt_is_prefilled_in_the_llm_worker_at_background(
+    workers: Workers,
+) -> None:
+    """Once a turn is in the history, the responder reads the next prompt's start in its
+    own worker, behind any reply (background priority), never on the event loop."""
+    responder = FakeResponder(["Sure thing."])
+    models = workers.models(FakeTranscriber("first", "second"), responder, FakeSynthesizer())
+    priorities: dict[str, Priority] = {}
+    run = models.llm_worker.run
+
+    async def spy(fn: Callable[..., Any], *args: Any, priority: Priority = Priority.CONFIRMED
+                  ) -> Any:
+        priorities[fn.__name__] = priority
+        return await run(fn, *args, priority=priority)
+
+    models.llm_worker.run = spy  # type: ignore[method-assign]
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(responder.prefills) == 1)
+        assert responder.prefills[0] == (conv.history, "apace-llm")
+        await mic.say()
+        await mic.play_until(lambda: len(responder.prefills) == 2)
+    assert [history for history, _ in responder.prefills] == [conv.history[:2], conv.history]
+    assert priorities["prefill"] == Priority.BACKGROUND
