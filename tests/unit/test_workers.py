@@ -320,3 +320,20 @@ async def test_waiting_for_the_cpu_is_measured(workers: Workers) -> None:
     gate.opened.set()
     await asyncio.gather(gate_task, waiting)
     assert asr.cpu is not None and asr.cpu.waited_s >= 0.09
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "ACTIVE"), ("PASSIVE", "PASSIVE")])
+def test_openmp_is_tuned_before_the_model_libraries_load_unless_the_user_chose(
+    preset: str | None, expected: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if preset:
+        env["OMP_WAIT_POLICY"] = preset
+    probe = "import os, pipeline.llm; print(os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [expected, "300000"]
