@@ -46,6 +46,16 @@ PAUSED = [  # (question, words after which the speaker pauses to think)
     ("Play some music by the Beatles.", "by"),
     ("How far is the moon from the earth?", "moon"),
 ]
+HELD_OUT = [  # more of the same, never used to tune the end-of-turn thresholds
+    ("Remind me to buy milk when I get home.", "buy"),
+    ("What is the population of Japan?", "of"),
+    ("Tell me how to make pancakes.", "to"),
+    ("Add eggs and butter to my shopping list.", "and"),
+    ("What time does the pharmacy close tonight?", "pharmacy"),
+    ("Send a message to my brother saying I am late.", "to"),
+    ("Who painted the Mona Lisa?", "the"),
+    ("How many legs does a spider have?", "does"),
+]
 PAUSE_S = 0.7
 METRIC_KEYS = ("ttfa_client", "ttfa_server", "ttfa_browser", "ttft", "ttua", "endpoint",
                "asr_final", "first_clause", "mic_path", "speaker_path")
@@ -59,6 +69,7 @@ class Utterance:
     text: str
     pcm: Pcm
     paused: bool = False
+    held_out: bool = False
 
     @property
     def speech_end(self) -> int:
@@ -73,6 +84,7 @@ class TurnResult:
     ttfa_client_ms: float | None
     timeline_ms: dict[str, float]
     cut_off: bool = False
+    held_out: bool = False
     transport_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -99,8 +111,10 @@ class ConfigResult:
                 out[key] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1),
                             "p99": round(float(p99), 1)}
         if self.paused:
+            out["paused"] = len(self.paused)
             out["false_cutoffs"] = sum(t.cut_off for t in self.paused)
             out["false_cutoff_rate"] = round(out["false_cutoffs"] / len(self.paused), 3)
+            out["false_cutoffs_held_out"] = sum(t.cut_off for t in self.paused if t.held_out)
         return out
 
 
@@ -148,7 +162,7 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
                 _words(utterance.text))
             turn = TurnResult(utterance.text, turns[0]["transcript"], last["reply"],
                               last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut,
-                              transport_ms=last["transport_ms"])
+                              transport_ms=last["transport_ms"], held_out=utterance.held_out)
             (result.paused if utterance.paused else result.turns).append(turn)
     return result
 
@@ -170,7 +184,8 @@ def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], 
     else:
         base = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5)) for q in questions()]
     paused = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5, pause_at=f" {w} ",
-                                 pause_s=PAUSE_S), paused=True) for q, w in PAUSED]
+                                 pause_s=PAUSE_S), paused=True, held_out=(q, w) in HELD_OUT)
+              for q, w in PAUSED + HELD_OUT]
     return base * rounds, paused
 
 
@@ -213,7 +228,8 @@ def report(results: list[ConfigResult], out: Path) -> None:
             for k in ("ttfa_client", "ttfa_server", "ttft"))
         ratio = summary.get("ttfa_client", {}).get("p50")
         extra = f"  x{ratio / base:.2f} vs all-on" if base and ratio and name != results[0].name else ""
-        cut = f"  cut-offs {summary.get('false_cutoffs', 0)}/{len(PAUSED)}"
+        cut = (f"  cut-offs {summary.get('false_cutoffs', 0)}/{summary.get('paused', 0)}"
+               f" ({summary.get('false_cutoffs_held_out', 0)}/{len(HELD_OUT)} held out)")
         print(f"{name:<22}{summary['turns']:>6}{cells}{cut}{extra}")
     first = summaries[results[0].name]
     print("\nall-on percentiles (ms from end of speech):")
