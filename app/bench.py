@@ -212,13 +212,21 @@ def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, ou
         finally:
             server.stop()
         results.append(result)
+        _save(results, out)  # a long --ablate run keeps what it measured if stopped
     report(results, out)
     return results
 
 
-def report(results: list[ConfigResult], out: Path) -> None:
+def _save(results: list[ConfigResult], out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     summaries = {r.name: r.summary() for r in results}
+    data = {"summaries": summaries, "configs": [asdict(r) for r in results]}
+    (out / "bench.json").write_text(json.dumps(data, indent=1))
+    return summaries
+
+
+def report(results: list[ConfigResult], out: Path) -> None:
+    summaries = _save(results, out)
     print(f"\n{'config':<22}{'turns':>6}" + "".join(f"{k + ' p50/p95':>22}" for k in
                                                     ("ttfa_client", "ttfa_server", "ttft")))
     base = summaries[results[0].name].get("ttfa_client", {}).get("p50")
@@ -237,8 +245,6 @@ def report(results: list[ConfigResult], out: Path) -> None:
         if key in first:
             print(f"  {key:<14} p50 {first[key]['p50']:>7.0f}  p95 {first[key]['p95']:>7.0f}"
                   f"  p99 {first[key]['p99']:>7.0f}")
-    data = {"summaries": summaries, "configs": [asdict(r) for r in results]}
-    (out / "bench.json").write_text(json.dumps(data, indent=1))
     _chart(results, summaries, out / "bench.png")
     print(f"\nwrote {out / 'bench.json'} and {out / 'bench.png'}")
 

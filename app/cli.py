@@ -61,7 +61,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
     llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
                      reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
-                     prompt_lookup=args.prompt_lookup,
+                     prompt_lookup=args.prompt_lookup, draft_model=args.draft_model,
                      **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
     if args.asr_window is not None and not 1 <= args.asr_window <= 30:
         raise UsageError("--asr-window must be 1-30 seconds")
@@ -239,6 +239,8 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
                         help="no draft-and-verify decoding (and no reply cache)")
     levers.add_argument("--prompt-lookup", action="store_true",
                         help="add prompt-lookup drafts (slower for chat on CPU)")
+    levers.add_argument("--draft-model", metavar="GGUF",
+                        help="a smaller model with the LLM's vocabulary drafts every reply")
     levers.add_argument("--no-tts-cache", action="store_true")
     levers.add_argument("--no-cpu-turns", action="store_true",
                         help="let ASR, LLM and TTS compute at the same time")

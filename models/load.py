@@ -7,14 +7,18 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.locate import Located, ModelError, locate
 from pipeline.asr import AsrOptions, WhisperTranscriber
-from pipeline.drafts import Drafter, PromptLookup
+from pipeline.drafts import Drafter, ModelDraft, PromptLookup, same_vocabulary
 from pipeline.llm import LlamaResponder, LlmOptions
 from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
 from pipeline.turn_detector import LlamaTurnDetector
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
     from llama_cpp import Llama
 
     drafter = None
-    if options.drafts or options.prompt_lookup:
+    if options.drafts or options.prompt_lookup or options.draft_model:
         drafter = Drafter(draft_stats)
         if options.prompt_lookup:
             drafter.always.append(PromptLookup)
@@ -97,7 +101,31 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
         )
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
-    return LlamaResponder(llama, model_id=path.name, options=options)
+    responder = LlamaResponder(llama, model_id=path.name, options=options)
+    if options.draft_model and drafter is not None:
+        draft = _open_draft_model(Path(options.draft_model), llama, options)
+        drafter.always.append(lambda: ModelDraft(draft))
+        responder.also_close.append(draft.close)
+    return responder
+
+
+def _open_draft_model(path: Path, target: Llama, options: LlmOptions) -> Llama:
+    from llama_cpp import Llama
+
+    found = locate("llm", path)  # the same checks as any GGUF
+    try:
+        draft = Llama(str(found.path), n_ctx=options.n_ctx, n_threads=options.threads,
+                      n_threads_batch=options.threads, n_gpu_layers=options.gpu_layers,
+                      verbose=False)
+    except (ValueError, RuntimeError, OSError) as error:
+        target.close()
+        raise ModelError(f"cannot load the draft model at {path}: {error}") from None
+    if not same_vocabulary(target, draft):
+        draft.close()
+        target.close()
+        raise ModelError(f"the draft model {path} does not share the LLM's vocabulary; pass "
+                         f"a smaller model of the same family with --draft-model")
+    return draft
 
 
 def open_turn_detector(path: Path, threads: int) -> LlamaTurnDetector:

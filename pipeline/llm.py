@@ -12,7 +12,7 @@ overflow the context.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -81,6 +81,8 @@ class LlmOptions:
     """Keep the conversation's KV prefix between turns (off only to measure its worth)."""
     prompt_lookup: bool = False
     """Prompt-lookup drafts: measured slower for chat on CPU (DESIGN.md), so off."""
+    draft_model: str | None = None
+    """A smaller GGUF with the same vocabulary that drafts every reply (ModelDraft)."""
 
 
 class LlamaResponder:
@@ -101,6 +103,8 @@ class LlamaResponder:
         self._special = {"eos_token": eos, "bos_token": bos}
         self._stop = [eos] if eos else []
         self.tokens_generated = 0
+        self.also_close: list[Callable[[], None]] = []
+        """Closed with this responder (a draft model's context)."""
 
     @property
     def system_prompt(self) -> str:
@@ -204,6 +208,8 @@ class LlamaResponder:
 
     def close(self) -> None:
         self.llama.close()
+        for close in self.also_close:
+            close()
 
     def _tokens(self, prompt: str) -> list[int]:
         """`prompt` as create_completion would tokenize it (a BOS if the model wants one)."""

@@ -69,3 +69,30 @@ def test_a_draft_is_verified_deep_into_a_long_conversation(drafting) -> None:
     out = "".join(drafting.reply(history, "What is the capital of France?",
                                  draft="The capital of France is Paris."))
     assert out.strip()
+
+
+def test_a_draft_model_with_the_same_vocabulary_drafts_every_reply(
+    plain_replies: dict[str, str],
+) -> None:
+    """The draft-model source, with the LLM itself as its own draft model (the smallest
+    shipped): its greedy guesses are the target's own choices except where the target's
+    repeat penalty steers it (measured 101/132 accepted), and the output is the target's
+    (up to batched-evaluation ties)."""
+    path = locate("llm").path
+    responder = open_responder(path, LlmOptions(drafts=False, draft_model=str(path)))
+    try:
+        agree = sum("".join(responder.reply([], q)) == plain for q, plain in plain_replies.items())
+        stats = responder.drafter.stats
+    finally:
+        responder.close()
+    assert stats.proposed > 50 and stats.acceptance is not None and stats.acceptance > 0.65, stats
+    assert agree >= len(plain_replies) * 0.6, f"{agree}/{len(plain_replies)} agree"
+
+
+def test_a_draft_model_must_share_the_vocabulary(tmp_path) -> None:
+    from models.locate import ModelError
+
+    not_gguf = tmp_path / "draft.gguf"
+    not_gguf.write_bytes(b"NOPE" + b"\0" * 64)
+    with pytest.raises(ModelError, match="GGUF"):
+        open_responder(locate("llm").path, LlmOptions(draft_model=str(not_gguf)))

@@ -125,3 +125,27 @@ def test_drafter_calls_back_once_before_its_first_proposal_only() -> None:
     assert list(drafter(np.array([1, 10], np.intc))) == [11]
     assert list(drafter(np.array([1, 10, 11], np.intc))) == [12]
     assert calls == [2]
+
+
+class _Vocab:
+    def __init__(self, n_vocab: int, eos: int, shift: int = 0) -> None:
+        self._n, self._eos, self._shift = n_vocab, eos, shift
+
+    def n_vocab(self) -> int:
+        return self._n
+
+    def token_eos(self) -> int:
+        return self._eos
+
+    def tokenize(self, text: bytes, special: bool = False) -> list[int]:
+        return [b + self._shift for b in text]
+
+
+def test_a_draft_model_must_mean_the_same_by_every_token() -> None:
+    from pipeline.drafts import same_vocabulary
+
+    target = _Vocab(49152, 2)
+    assert same_vocabulary(target, _Vocab(49152, 2))  # type: ignore[arg-type]
+    assert not same_vocabulary(target, _Vocab(32000, 2))  # type: ignore[arg-type]
+    assert not same_vocabulary(target, _Vocab(49152, 0))  # type: ignore[arg-type]
+    assert not same_vocabulary(target, _Vocab(49152, 2, shift=1))  # type: ignore[arg-type]
