@@ -197,6 +197,15 @@ class Conversation:
             done_logprob=done_logprob, verdict_pending=reply.judging,
         )
 
+    async def _prefill_next(self, history: list[Message]) -> None:
+        """Idle work: a failure here must not end the conversation (it is in its group)."""
+        models = self.models
+        try:
+            await models.llm_worker.run(models.responder.prefill, history,
+                                        priority=Priority.BACKGROUND)
+        except Exception:
+            log.exception("prefill failed")
+
     def _maybe_partial(self) -> None:
         """Live captions while the user speaks, if the ASR worker has nothing better to do."""
         interval = self.options.partial_interval_s
@@ -280,9 +289,7 @@ class Conversation:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
         if self._group is not None:  # read the next prompt's start while the user is silent
-            models = self.models
-            self._prefill = self._group.create_task(models.llm_worker.run(
-                models.responder.prefill, list(self.history), priority=Priority.BACKGROUND))
+            self._prefill = self._group.create_task(self._prefill_next(list(self.history)))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob)
         self.turns.append(turn)

@@ -316,3 +316,19 @@ async def test_after_each_turn_the_next_prompt_is_prefilled_in_the_llm_worker_at
         await mic.play_until(lambda: len(responder.prefills) == 2)
     assert [history for history, _ in responder.prefills] == [conv.history[:2], conv.history]
     assert priorities["prefill"] == Priority.BACKGROUND
+
+
+async def test_a_failed_prefill_does_not_end_the_conversation(workers: Workers) -> None:
+    class BrokenPrefill(FakeResponder):
+        def prefill(self, history: object) -> None:
+            raise RuntimeError("llama_decode failed")
+
+    models = workers.models(FakeTranscriber("Hi."), BrokenPrefill(["Hello."]), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    async with Mic(conv) as mic:
+        for _ in range(2):
+            await mic.send(True, 10)
+            await mic.send(False, ENDPOINT_FRAMES)
+            turns = len(conv.turns)
+            await mic.play_until(lambda turns=turns: len(conv.turns) == turns + 1)
+    assert len(conv.turns) == 2
