@@ -86,6 +86,8 @@ class TurnResult:
     cut_off: bool = False
     held_out: bool = False
     transport_ms: dict[str, float] = field(default_factory=dict)
+    done_logprob: float | None = None
+    """The turn detector's verdict on the speculative transcript (None: not asked)."""
 
 
 @dataclass
@@ -115,6 +117,8 @@ class ConfigResult:
             out["false_cutoffs"] = sum(t.cut_off for t in self.paused)
             out["false_cutoff_rate"] = round(out["false_cutoffs"] / len(self.paused), 3)
             out["false_cutoffs_held_out"] = sum(t.cut_off for t in self.paused if t.held_out)
+        if speculation := self.stats.get("engine", {}).get("speculation"):
+            out["speculation"] = speculation  # started / committed / cancelled, waste
         return out
 
 
@@ -162,7 +166,8 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
                 _words(utterance.text))
             turn = TurnResult(utterance.text, turns[0]["transcript"], last["reply"],
                               last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut,
-                              transport_ms=last["transport_ms"], held_out=utterance.held_out)
+                              transport_ms=last["transport_ms"], held_out=utterance.held_out,
+                              done_logprob=turns[0].get("done_logprob"))
             (result.paused if utterance.paused else result.turns).append(turn)
     return result
 
@@ -208,7 +213,8 @@ def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, ou
         server = ServerProcess(*server_args, *flags)
         try:
             result = asyncio.run(run_config(server.url, name, flags, utterances, paused))
-            result.stats = server.get("/healthz")
+            result.stats = {"health": server.get("/healthz"),
+                            "engine": server.get("/api/stats").get("engine", {})}
         finally:
             server.stop()
         results.append(result)
@@ -239,6 +245,10 @@ def report(results: list[ConfigResult], out: Path) -> None:
         cut = (f"  cut-offs {summary.get('false_cutoffs', 0)}/{summary.get('paused', 0)}"
                f" ({summary.get('false_cutoffs_held_out', 0)}/{len(HELD_OUT)} held out)")
         print(f"{name:<22}{summary['turns']:>6}{cells}{cut}{extra}")
+        if spec := summary.get("speculation"):
+            print(f"{'':<22}speculation: {spec['started']} started, {spec['committed']} "
+                  f"committed, {spec['cancelled']} cancelled ({spec['wasted_tokens']} tokens,"
+                  f" {spec['wasted_ms']:.0f} ms wasted)")
     first = summaries[results[0].name]
     print("\nall-on percentiles (ms from end of speech):")
     for key in METRIC_KEYS:

@@ -53,10 +53,10 @@ def settings_from(args: argparse.Namespace) -> Any:
 
     try:
         vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
-                         speech_floor_db=args.vad_floor_db)
+                         speech_floor_db=args.vad_floor_db, onset_ms=args.onset_ms)
     except ValueError as error:
-        raise UsageError(
-            f"{error} (check --endpoint-ms / --vad-aggressiveness / --vad-floor-db)") from None
+        raise UsageError(f"{error} (check --endpoint-ms / --onset-ms / --vad-aggressiveness"
+                         " / --vad-floor-db)") from None
     if args.threads < 0:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
     llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
@@ -217,6 +217,9 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
     group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
                        help="silence that ends the user's turn (default %(default)s)")
+    group.add_argument("--onset-ms", type=int, default=VadOptions().onset_ms,
+                       help="silence after which the reply is prepared, in case the turn is"
+                       " over (default %(default)s)")
     group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
     group.add_argument("--vad-floor-db", type=float, default=VadOptions().speech_floor_db,
                        metavar="DB", help="voice this far below the utterance's level is silence:"

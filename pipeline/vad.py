@@ -44,8 +44,11 @@ class VadOptions:
     start_window_ms: int = 200
     pre_roll_ms: int = 300
     """Audio kept from before the detected start, so the first syllable is not clipped."""
-    onset_ms: int = 120
-    """Silence after speech that raises a tentative `SilenceOnset` (speculation starts)."""
+    onset_ms: int = 60
+    """Silence after speech that raises a tentative `SilenceOnset` (speculation starts).
+    Early is cheap: the CPU is idle while the user speaks, and a speculation the user talks
+    over is cancelled. `apace bench`, 24 questions: 60 ms vs 120 ms took TTFA p50 from 803
+    to 734 ms, with 34 instead of 16 speculations cancelled and no more cut-offs."""
     endpoint_ms: int = 500
     """Silence after speech that ends the turn (the hangover). Adjustable per turn."""
     resume_ms: int = 60
