@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,6 +56,10 @@ HELD_OUT = [  # more of the same, never used to tune the end-of-turn thresholds
     ("How many legs does a spider have?", "does"),
 ]
 PAUSE_S = 0.7
+EARLY_S = 0.25
+"""A turn is cut off when the server heard its speech end this long before the words did
+(a normal turn ends ~80 ms *after* them: transport). Counting words instead would call a
+word Whisper dropped a cut-off."""
 METRIC_KEYS = ("ttfa_client", "ttfa_server", "ttfa_browser", "ttft", "ttua", "endpoint",
                "asr_final", "first_clause", "mic_path", "speaker_path")
 """`mic_path`: the true end of speech leaving the client → the server's end of speech
@@ -122,10 +125,6 @@ class ConfigResult:
         return out
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
 async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[dict[str, Any]]:
     """Say one utterance; return the turn events it caused, with the client TTFA."""
     mark = len(client.events)
@@ -139,6 +138,9 @@ async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[di
     heard = client.received.first_audible_after(speech_end)
     for turn in turns:
         turn["ttfa_client_ms"], turn["transport_ms"] = None, {}
+        # A turn whose speech ended well before the words did was cut off in a pause.
+        server_end = turn.get("speech_end_t")
+        turn["ended_early"] = server_end is not None and server_end < speech_end - EARLY_S
     if turns and heard is not None:
         last = turns[-1]
         last["ttfa_client_ms"] = round((heard - speech_end) * 1000, 1)
@@ -162,8 +164,7 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
             if not turns:
                 continue
             last = turns[-1]
-            cut = len(turns) > 1 or len(_words(turns[0]["transcript"])) < 0.8 * len(
-                _words(utterance.text))
+            cut = len(turns) > 1 or turns[0]["ended_early"]
             turn = TurnResult(utterance.text, turns[0]["transcript"], last["reply"],
                               last["ttfa_client_ms"], last["timeline_ms"], cut_off=cut,
                               transport_ms=last["transport_ms"], held_out=utterance.held_out,

@@ -78,6 +78,7 @@ def settings_from(args: argparse.Namespace) -> Any:
             endpoint=None if args.fixed_endpoint else EndpointOptions(),
             clauses=ClauseOptions(early_first_clause=not args.sentence_clauses),
             partial_interval_s=None if args.no_captions else 1.0,
+            prefill_captions=not args.no_caption_prefill,
         ),
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
@@ -249,6 +250,9 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
                         help="let ASR, LLM and TTS compute at the same time")
     levers.add_argument("--no-captions", action="store_true",
                         help="no live partial transcripts while the user speaks")
+    levers.add_argument("--no-caption-prefill", action="store_true",
+                        help="the LLM and turn detector do not read the live caption's words"
+                        " ahead")
 
 
 def _parser() -> argparse.ArgumentParser:

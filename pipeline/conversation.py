@@ -45,6 +45,9 @@ class ConversationOptions:
     partial_interval_s: float | None = 1.0
     """Live captions: transcribe the utterance so far this often (None: off). They run at
     background priority, behind every confirmed or speculative job."""
+    prefill_captions: bool = True
+    """While the user speaks, the LLM and the turn detector read the words a caption has
+    settled on (all but its last word), so that at silence onset only the rest is left."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class Conversation:
                 self._partial_at = 0.0
                 self.emit("speech_started", {})
             elif isinstance(event, SilenceOnset) and self.options.speculate:
+                self._stop_caption()  # the speculative transcript supersedes it
                 self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
                 self.endpointer.endpoint_ms = self.options.vad.endpoint_ms
@@ -226,8 +230,28 @@ class Conversation:
         text = await models.asr_worker.run(
             models.transcriber.transcribe, audio, priority=Priority.BACKGROUND
         )
-        if text and self.endpointer.speaking:
-            self.emit("transcript", {"text": text, "final": False})
+        if not text or not self.endpointer.speaking:
+            return
+        self.emit("transcript", {"text": text, "final": False})
+        settled = " ".join(text.split()[:-1])  # the last word may be cut mid-way
+        if self.options.prefill_captions and settled and not self.busy:
+            await self._read_ahead(settled)
+
+    async def _read_ahead(self, words: str) -> None:
+        """Background work while the user speaks: a failure costs only the head start."""
+        models = self.models
+        try:
+            if models.detector is not None and models.detector_worker is not None:
+                await models.detector_worker.run(models.detector.prefill, words,
+                                                 priority=Priority.BACKGROUND)
+            await models.llm_worker.run(models.responder.prefill, list(self.history), words,
+                                        priority=Priority.BACKGROUND)
+        except Exception:
+            log.exception("reading the caption ahead failed")
+
+    def _stop_caption(self) -> None:
+        if self._partial is not None and not self._partial.done():
+            self._partial.cancel()  # a job waiting for the CPU is skipped
 
     def _speculation(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)

@@ -26,12 +26,14 @@ _WORD = re.compile(r"[\w']+")
 class EndpointOptions:
     complete_ms: int = 240
     """Silence that ends a turn whose transcript is a question or exclamation ("?", "!")."""
-    statement_ms: int = 900
-    """Silence that ends a turn ending in ".": Whisper puts a period after fragments too
-    ("Set a timer for it.", "How far is the minute."), so a period is weaker evidence than
-    "?". A 0.7 s thinking pause in a spoken question measured 780-840 ms of VAD silence
-    (`apace bench`'s paused set), hence 900."""
-    trailing_ms: int = 1000
+    statement_ms: int = 1000
+    """Silence that ends a turn ending in "." (or that the turn detector is unsure of):
+    Whisper puts a period after fragments too ("Set a timer for it.", "How far is the
+    minute."), so a period is weaker evidence than "?". The 0.7 s thinking pauses of
+    `apace bench`'s paused set are 760-900 ms of silence once Piper's own pauses are
+    counted, and the VAD needs 60 ms of voice to hear the user resume: a fragment that
+    scored -14.4 was cut off at 900 ms."""
+    trailing_ms: int = 1200
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
     done_logprob: float = -11.0
@@ -39,7 +41,10 @@ class EndpointOptions:
     Measured: finished turns -1 … -9.6, except "who wrote romeo and juliet" -12.6 and
     "what time is it" -14.0; fragments -14.4 … -26, except "how far is the moon" -9.1."""
     unfinished_logprob: float = -15.0
-    """At or below this the user is mid-sentence (trailing_ms); in between, statement_ms."""
+    """At or below this the user is mid-sentence (trailing_ms); in between, statement_ms.
+    A wait that grew linearly through the middle band cut off two fragments Whisper
+    misheard ("play some music, bye" -12.8, "what is the weather light" -14.4): finished
+    turns score there too ("who wrote romeo and juliet" -12.6), the band does not sort."""
 
     def __post_init__(self) -> None:
         if not 0 < self.complete_ms <= self.statement_ms <= self.trailing_ms:

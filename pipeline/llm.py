@@ -57,9 +57,11 @@ class Responder(Protocol):
         """Evaluate the prompt prefix now so the first turn is not cold."""
         ...
 
-    def prefill(self, history: Sequence[Message]) -> None:
-        """Between turns: evaluate what the next turn's prompt after `history` starts with,
-        so the reply has less to read. Only ever a head start, never a change to a reply."""
+    def prefill(self, history: Sequence[Message], user_start: str = "") -> None:
+        """Evaluate what the next turn's prompt after `history` starts with, so the reply
+        has less to read: between turns the template's start of a user message, while the
+        user speaks also `user_start`, the words the live caption has settled on. Only ever
+        a head start, never a change to a reply."""
         ...
 
 
@@ -179,9 +181,20 @@ class LlamaResponder:
         self.llama.reset()
         self._extend(self._next_prompt_start(history))
 
-    def prefill(self, history: Sequence[Message]) -> None:
-        if self.options.reuse_kv:
+    def prefill(self, history: Sequence[Message], user_start: str = "") -> None:
+        if not self.options.reuse_kv:
+            return
+        if user_start:
+            self._extend(self._user_start(history, user_start))
+        else:
             self._extend(self._next_prompt_start(history))
+
+    def _user_start(self, history: Sequence[Message], words: str) -> list[int]:
+        """The prompt's tokens up to the end of `words`, the start of the user's message.
+        The tokenizer splits before spaces, so the tokens of a message that goes on after
+        these words start with exactly these (the common prefix decides what is kept)."""
+        prompt = self.prompt(self.fit(history, words), words)
+        return self._tokens(prompt[: prompt.rindex(words) + len(words)])
 
     def _next_prompt_start(self, history: Sequence[Message]) -> list[int]:
         """The tokens the next turn's prompt starts with, whatever the user says: system

@@ -70,7 +70,9 @@ class FakeResponder:
         self.drafts: list[str | None] = []
         self.threads: list[str] = []
         self.prefills: list[tuple[list[Message], str]] = []
-        """(history, thread name) of each `prefill` call."""
+        """(history, thread name) of each `prefill` call between turns."""
+        self.read_ahead: list[str] = []
+        """The user's words of each `prefill` call while the user speaks."""
         self.produced = 0
         self.started = threading.Event()
         self.stopped_early = threading.Event()
@@ -101,8 +103,11 @@ class FakeResponder:
     def warm(self, history: Sequence[Message]) -> None:
         pass
 
-    def prefill(self, history: Sequence[Message]) -> None:
-        self.prefills.append((list(history), threading.current_thread().name))
+    def prefill(self, history: Sequence[Message], user_start: str = "") -> None:
+        if user_start:
+            self.read_ahead.append(user_start)
+        else:
+            self.prefills.append((list(history), threading.current_thread().name))
 
 
 class FakeSynthesizer:
@@ -134,6 +139,7 @@ class FakeDetector:
         self.delay_s = delay_s
         self.asked: list[str] = []
         self.threads: list[str] = []
+        self.read_ahead: list[str] = []
 
     def done_logprob(self, text: str) -> float:
         self.asked.append(text)
@@ -141,6 +147,9 @@ class FakeDetector:
         if self.delay_s:
             time.sleep(self.delay_s)
         return self.verdicts[text]
+
+    def prefill(self, text: str) -> None:
+        self.read_ahead.append(text)
 
 
 class Workers:
@@ -185,6 +194,7 @@ def conversation(
     barge_in_ms: int = 200,
     endpoint: EndpointOptions | None = None,
     partial_interval_s: float | None = None,
+    prefill_captions: bool = True,
 ) -> tuple[Conversation, list[tuple[str, dict[str, object]]]]:
     """A conversation whose endpointer calls any non-zero frame speech, and its events.
 
@@ -192,7 +202,8 @@ def conversation(
     transcripts are only consumed by replies."""
     events: list[tuple[str, dict[str, object]]] = []
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
-                                  endpoint=endpoint, partial_interval_s=partial_interval_s)
+                                  endpoint=endpoint, partial_interval_s=partial_interval_s,
+                                  prefill_captions=prefill_captions)
     conv = Conversation(
         models, speaker, options, emit=lambda kind, data: events.append((kind, data))
     )

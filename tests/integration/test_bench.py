@@ -17,7 +17,7 @@ from aiohttp import web
 from app.bench import Utterance, run_config
 from app.serve import use_loopback_candidates
 from app.server import make_app
-from pipeline.audio import read_wav
+from pipeline.audio import read_wav, speech_end_sample
 from pipeline.conversation import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.events import Pcm
@@ -77,3 +77,15 @@ async def test_client_ttfa_is_the_known_server_delay_plus_transport(synthetic_se
     assert 0 < legs["mic_path"] < 300 and 0 < legs["speaker_path"] < 300, legs
     assert legs["mic_path"] + server_ttfa + legs["speaker_path"] == pytest.approx(
         turn.ttfa_client_ms, abs=1.0)
+    assert not turn.cut_off
+
+
+async def test_a_turn_that_ends_in_the_speakers_pause_is_a_cut_off(synthetic_server, ask) -> None:
+    """The synthetic server ends a turn after 300 ms of silence: a question with a 0.7 s
+    pause in it becomes two turns, and the first ended long before the words did."""
+    words = read_wav(ask("What is the capital of France?"))
+    speech = words[: speech_end_sample(words)]
+    paused = np.concatenate([speech, np.zeros(11200, np.int16), words])
+    result = await run_config(synthetic_server, "synthetic", [], [],
+                              [Utterance("What is the capital of France?", paused, paused=True)])
+    assert len(result.paused) == 1 and result.paused[0].cut_off

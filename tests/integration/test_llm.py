@@ -82,6 +82,33 @@ def test_after_prefill_a_reply_reads_only_the_users_words_and_the_assistant_head
     assert calls[0][0] == user_turn_tokens(responder, QUESTIONS[1])
 
 
+def test_reading_a_captions_words_ahead_leaves_only_the_rest_of_the_turn(
+    responder: LlamaResponder,
+) -> None:
+    responder.warm([])
+    history = [Message("user", QUESTIONS[0]),
+               Message("assistant", "".join(responder.reply([], QUESTIONS[0])).strip())]
+    responder.warm(history)  # the KV: up to where the next user message starts
+    plain = responder.reply(history, QUESTIONS[2])
+    plain_text, plain_tokens = "".join(plain), list(responder.llama._input_ids)
+    responder.warm(history)
+    responder.prefill(history, "Who wrote Romeo")  # the caption's settled words
+    calls = evals(responder)
+    assert "".join(responder.reply(history, QUESTIONS[2])) == plain_text
+    assert list(responder.llama._input_ids) == plain_tokens
+    assert calls[0][0] == user_turn_tokens(responder, " and Juliet?")
+
+
+def test_a_caption_the_final_transcript_contradicts_costs_nothing_but_the_difference(
+    responder: LlamaResponder,
+) -> None:
+    responder.warm([])
+    plain = "".join(responder.reply([], QUESTIONS[1]))
+    responder.warm([])
+    responder.prefill([], "What is the")  # Whisper changed its mind about these words
+    assert "".join(responder.reply([], QUESTIONS[1])) == plain
+
+
 def test_warm_ends_with_the_start_of_a_user_message(responder: LlamaResponder) -> None:
     responder.warm([])
     calls = evals(responder)

@@ -41,3 +41,20 @@ def test_a_verdict_does_not_depend_on_the_checks_before_it(detector: LlamaTurnDe
     first = detector.done_logprob("What is the capital?")
     detector.done_logprob("Tell me a very long story about dragons and knights and castles")
     assert detector.done_logprob("What is the capital?") == pytest.approx(first, abs=0.05)
+
+
+def test_words_read_ahead_give_the_same_verdict_and_are_not_read_again(
+        detector: LlamaTurnDetector) -> None:
+    plain = detector.done_logprob("Who wrote Romeo and Juliet?")
+    detector.done_logprob("Tell me a story")
+    detector.prefill("Who wrote Romeo")
+    evaluated: list[int] = []
+    eval_ = detector.llama.eval
+    detector.llama.eval = lambda tokens: (evaluated.append(len(tokens)), eval_(tokens))[1]  # type: ignore[method-assign]
+    try:
+        verdict = detector.done_logprob("Who wrote Romeo and Juliet?")
+    finally:
+        del detector.llama.eval
+    assert verdict == pytest.approx(plain, abs=0.05)
+    rest = detector.llama.tokenize(b" and juliet", add_bos=False)
+    assert evaluated == [len(rest)]

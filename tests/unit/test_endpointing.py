@@ -10,6 +10,7 @@ from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.speaker import Speaker
 from pipeline.turn_detector import LlamaTurnDetector, normalise
 from tests.fakes import (
+    ENDPOINT_FRAMES,
     ONSET_FRAMES,
     TEST_VAD,
     FakeDetector,
@@ -196,3 +197,31 @@ def test_a_model_without_chatml_messages_cannot_be_the_turn_detector() -> None:
 
 def test_normalising_drops_case_and_punctuation_but_keeps_apostrophes() -> None:
     assert normalise("  What's the CAPITAL?!  of, Spain.") == "what's the capital of spain"
+
+
+@pytest.mark.timeout(10)
+async def test_the_llm_and_detector_read_the_captions_settled_words_ahead(workers: Workers) -> None:
+    transcriber = FakeTranscriber("Tell me a", "Tell me a joke.")
+    responder, detector = FakeResponder(["Ha."]), FakeDetector({"Tell me a joke.": -3.0})
+    models = workers.models(transcriber, responder, FakeSynthesizer(), detector)
+    conv, _ = conversation(models, Speaker(), partial_interval_s=0.2)
+    async with Mic(conv) as mic:
+        await mic.send(True, 15)
+        await until(lambda: bool(responder.read_ahead), what="the LLM reading ahead")
+        await mic.send(False, ONSET_FRAMES + ENDPOINT_FRAMES)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    # "a" may be the start of a longer word: only the words before it are read ahead.
+    assert responder.read_ahead[0] == detector.read_ahead[0] == "Tell me"
+    assert conv.turns[0].transcript == "Tell me a joke."
+
+
+@pytest.mark.timeout(10)
+async def test_captions_are_not_read_ahead_when_that_is_off(workers: Workers) -> None:
+    responder, detector = FakeResponder(["Ha."]), FakeDetector({})
+    models = workers.models(FakeTranscriber("Tell me a"), responder, FakeSynthesizer(), detector)
+    conv, events = conversation(models, Speaker(), partial_interval_s=0.2, prefill_captions=False)
+    async with Mic(conv) as mic:
+        await mic.send(True, 15)
+        await until(lambda: any(kind == "transcript" for kind, _ in events), what="a caption")
+        await asyncio.sleep(0.1)
+    assert responder.read_ahead == [] and detector.read_ahead == []
