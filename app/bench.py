@@ -33,6 +33,7 @@ LEVERS: dict[str, list[str]] = {
     "first-clause": ["--sentence-clauses"],
     "drafts": ["--no-drafts"],
     "captions": ["--no-captions"],
+    "caption-prefill": ["--no-caption-prefill"],
     "cpu-turns": ["--no-cpu-turns"],
 }
 PAUSED = [  # (question, words after which the speaker pauses to think)
