@@ -194,7 +194,10 @@ class LlamaResponder:
         The tokenizer splits before spaces, so the tokens of a message that goes on after
         these words start with exactly these (the common prefix decides what is kept)."""
         prompt = self.prompt(self.fit(history, words), words)
-        return self._tokens(prompt[: prompt.rindex(words) + len(words)])
+        at = prompt.rfind(words)
+        if at < 0:  # a template that rewrites the user's words: nothing safe to read ahead
+            return self._next_prompt_start(history)
+        return self._tokens(prompt[: at + len(words)])
 
     def _next_prompt_start(self, history: Sequence[Message]) -> list[int]:
         """The tokens the next turn's prompt starts with, whatever the user says: system

@@ -109,6 +109,21 @@ def test_a_caption_the_final_transcript_contradicts_costs_nothing_but_the_differ
     assert "".join(responder.reply([], QUESTIONS[1])) == plain
 
 
+def test_a_template_that_rewrites_the_users_words_reads_nothing_ahead(
+    responder: LlamaResponder,
+) -> None:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    responder._template = ImmutableSandboxedEnvironment().from_string(
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | upper }}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% endif %}")
+    responder.warm([])
+    start = list(responder.llama._input_ids)
+    responder.prefill([], "Who wrote Romeo")
+    assert list(responder.llama._input_ids) == start
+
+
 def test_warm_ends_with_the_start_of_a_user_message(responder: LlamaResponder) -> None:
     responder.warm([])
     calls = evals(responder)
