@@ -202,7 +202,7 @@ def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, ou
 
     use_loopback_candidates()
     utterances, paused = make_utterances(folder, rounds)
-    configs = [("all-on", [])]
+    configs: list[tuple[str, list[str]]] = [("all-on", [])]
     if ablate:
         configs.append(("all-off", [flag for flags in LEVERS.values() for flag in flags]))
         configs += [(f"no-{lever}", flags) for lever, flags in LEVERS.items()]

@@ -42,8 +42,8 @@ class TalkResult:
         ]
         first = turns[0] if turns else {"transcript": "", "reply": "", "timeline_ms": {}}
         return {
-            "transcript": " ".join(t["transcript"] for t in turns),
-            "reply": " ".join(t["reply"] for t in turns),
+            "transcript": " ".join(t.transcript for t in self.turns),
+            "reply": " ".join(t.reply for t in self.turns),
             "timeline_ms": first["timeline_ms"],
             "turns": turns,
             "speculation": self.speculation,

@@ -89,7 +89,7 @@ class WhisperTranscriber:
             return_no_speech_prob=True,
         )[0]
         tokens = [t for t in result.sequences_ids[0] if t < self._tokenizer.eot]
-        text = self._tokenizer.decode(tokens).strip()
+        text: str = self._tokenizer.decode(tokens).strip()
         log_prob = result.scores[0] / max(1, len(tokens) + 1) if result.scores else 0.0
         if (
             result.no_speech_prob > self.options.no_speech_threshold

@@ -71,7 +71,8 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
 
 
 def to_int16(samples: np.ndarray) -> Pcm:
-    return (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)
+    pcm: Pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)
+    return pcm
 
 
 def frames(pcm: Pcm) -> Iterator[Pcm]:

@@ -74,7 +74,7 @@ class Conversation:
         models: Models,
         speaker: Speaker,
         options: ConversationOptions | None = None,
-        emit: Emit = _ignore,
+        emit: Emit | None = None,
         on_turn: Callable[[Turn], None] | None = None,
         stats: EngineStats | None = None,
         reply_cache: ReplyCache | None = None,
@@ -83,7 +83,7 @@ class Conversation:
         self.speaker = speaker
         self.options = options or ConversationOptions()
         self.endpointer = Endpointer(self.options.vad)
-        self.emit = emit
+        self.emit = emit or _ignore
         self.on_turn = on_turn
         self.history: list[Message] = []
         self.turns: list[Turn] = []

@@ -16,7 +16,7 @@ import numpy as np
 
 from pipeline.asr import Transcriber
 from pipeline.caches import CachedSynthesizer, ReplyCache
-from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation import Conversation, ConversationOptions, Turn
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
 from pipeline.reply import Emit, Models
@@ -80,7 +80,8 @@ class Engine:
 
     @contextlib.asynccontextmanager
     async def open(
-        self, speaker: Speaker, emit: Emit | None = None, **kwargs: object
+        self, speaker: Speaker, emit: Emit | None = None,
+        on_turn: Callable[[Turn], None] | None = None,
     ) -> AsyncIterator[Conversation]:
         """A conversation with its own llama context, warmed; closed on exit."""
         llm_worker = ModelWorker("llm", self.cpu)
@@ -91,9 +92,8 @@ class Engine:
             await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector, self.detector_worker)
-            extra = {"emit": emit} if emit is not None else {}
-            yield Conversation(models, speaker, self.options, **extra,  # type: ignore[arg-type]
-                               stats=self.stats, reply_cache=self.reply_cache, **kwargs)
+            yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
+                               stats=self.stats, reply_cache=self.reply_cache)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             llm_worker.close(opened.close if opened is not None else None, wait=0)

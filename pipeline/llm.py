@@ -43,7 +43,9 @@ class Responder(Protocol):
     """One conversation's LLM. Blocking: iterate `reply` inside the context's worker."""
 
     model_id: str
-    system_prompt: str
+
+    @property
+    def system_prompt(self) -> str: ...
 
     def reply(
         self, history: Sequence[Message], user: str, draft: str | None = None
@@ -136,7 +138,7 @@ class LlamaResponder:
     ) -> Iterator[str]:
         tokens = self._tokens(self.prompt(self.fit(history, user), user))
         if not self.options.reuse_kv:
-            self.llama.reset()
+            self.llama.reset()  # type: ignore[no-untyped-call]
         drafter = self.drafter
         if drafter is not None:
             sources = []
@@ -178,7 +180,7 @@ class LlamaResponder:
         return [*tokens, self.llama.token_eos()] if self._stop else tokens
 
     def warm(self, history: Sequence[Message]) -> None:
-        self.llama.reset()
+        self.llama.reset()  # type: ignore[no-untyped-call]
         self._extend(self._next_prompt_start(history))
 
     def prefill(self, history: Sequence[Message], user_start: str = "") -> None:

@@ -64,7 +64,7 @@ class LlamaTurnDetector:
         self._end = end[0]
         self._prefix = llama.tokenize(_prompt_prefix(template).encode(), add_bos=False,
                                       special=True)
-        llama.reset()
+        llama.reset()  # type: ignore[no-untyped-call]
         llama.eval(self._prefix)
 
     def done_logprob(self, text: str) -> float:

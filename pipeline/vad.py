@@ -94,6 +94,9 @@ class Endpointer:
         self._window: deque[tuple[AudioFrame, bool]] = deque(
             maxlen=max(self.options.pre_roll_ms, self.options.start_window_ms) // FRAME_MS
         )
+        self._state = _State.IDLE
+        self._utterance: list[Pcm] = []
+        self._level = -120.0
         self._reset()
 
     @property
@@ -131,7 +134,7 @@ class Endpointer:
         """Track the utterance's speech level (a peak that decays 25 dB/s of voice) and
         say whether a voiced frame at `level` is loud enough to be speech."""
         self._level = max(level, self._level - LEVEL_DECAY_DB)
-        return level >= self._level - self.options.speech_floor_db
+        return bool(level >= self._level - self.options.speech_floor_db)
 
     def advance(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
         """Advance the state machine with a frame already classified."""
@@ -193,7 +196,7 @@ class Endpointer:
 
     def _reset(self) -> None:
         self._state = _State.IDLE
-        self._utterance: list[Pcm] = []
+        self._utterance = []
         self._voiced_frames = 0
         self._resume_frames = 0
         self._silent_ms = 0

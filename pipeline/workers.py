@@ -24,7 +24,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Generic, TypeVar
@@ -131,7 +131,7 @@ class ModelWorker:
         *args: Any,
         priority: Priority = Priority.CONFIRMED,
         gate: Gate | None = None,
-    ) -> AsyncIterator[T]:
+    ) -> AsyncGenerator[T, None]:
         """Iterate `make(*args)` inside the worker; yields its items on the loop.
 
         While `gate` is closed the worker waits before taking the next item, leaving the
@@ -193,7 +193,7 @@ class ModelWorker:
         if finally_run is not None:
             final = finally_run
             self._jobs.put(_Job[Any](priority=_STOP.priority - 1, seq=0,
-                                     run=lambda _cancelled: final()))
+                                     run=lambda _cancelled: _call(final)))
         self._jobs.put(_STOP)
         if wait and threading.current_thread() is not self._thread:
             self._thread.join(wait)
@@ -260,6 +260,10 @@ class Gate:
 @dataclass(frozen=True)
 class _Failure:
     error: BaseException
+
+
+def _call(fn: Callable[[], object]) -> None:
+    fn()
 
 
 def _hand(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> bool:
