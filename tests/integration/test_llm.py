@@ -67,12 +67,17 @@ def user_turn_tokens(responder: LlamaResponder, question: str) -> int:
     return len(responder.llama.tokenize(text.encode(), add_bos=False, special=True))
 
 
+def first_exchange(responder: LlamaResponder) -> list[Message]:
+    """A fresh conversation's first question and the model's reply to it, as history."""
+    responder.warm([])
+    return [Message("user", QUESTIONS[0]),
+            Message("assistant", "".join(responder.reply([], QUESTIONS[0])).strip())]
+
+
 def test_after_prefill_a_reply_reads_only_the_users_words_and_the_assistant_header(
     responder: LlamaResponder,
 ) -> None:
-    responder.warm([])
-    history = [Message("user", QUESTIONS[0]),
-               Message("assistant", "".join(responder.reply([], QUESTIONS[0])).strip())]
+    history = first_exchange(responder)
     responder.prefill(history)
     prompt = responder.llama.tokenize(responder.prompt(history, QUESTIONS[1]).encode(),
                                       special=True)
@@ -85,9 +90,7 @@ def test_after_prefill_a_reply_reads_only_the_users_words_and_the_assistant_head
 def test_reading_a_captions_words_ahead_leaves_only_the_rest_of_the_turn(
     responder: LlamaResponder,
 ) -> None:
-    responder.warm([])
-    history = [Message("user", QUESTIONS[0]),
-               Message("assistant", "".join(responder.reply([], QUESTIONS[0])).strip())]
+    history = first_exchange(responder)
     responder.warm(history)  # the KV: up to where the next user message starts
     plain = responder.reply(history, QUESTIONS[2])
     plain_text, plain_tokens = "".join(plain), list(responder.llama._input_ids)
