@@ -31,6 +31,7 @@ LEVERS: dict[str, list[str]] = {
     "asr-window": ["--asr-window", "30"],
     "kv-reuse": ["--no-kv-reuse"],
     "first-clause": ["--sentence-clauses"],
+    "tts-stream": ["--no-tts-stream"],
     "drafts": ["--no-drafts"],
     "captions": ["--no-captions"],
     "caption-prefill": ["--no-caption-prefill"],

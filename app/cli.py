@@ -20,6 +20,7 @@ from pipeline.conversation import ConversationOptions
 from pipeline.endpointing import EndpointOptions
 from pipeline.llm import LlmOptions
 from pipeline.timeline import METRICS
+from pipeline.tts import TtsOptions
 from pipeline.vad import VadOptions
 
 log = logging.getLogger("apace")
@@ -80,6 +81,7 @@ def settings_from(args: argparse.Namespace) -> Any:
             partial_interval_s=None if args.no_captions else 1.0,
             prefill_captions=not args.no_caption_prefill,
         ),
+        tts=TtsOptions(stream=not args.no_tts_stream),
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
         turn_detector=not args.no_turn_detector,
@@ -246,6 +248,8 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     levers.add_argument("--draft-model", metavar="GGUF",
                         help="a smaller model with the LLM's vocabulary drafts every reply")
     levers.add_argument("--no-tts-cache", action="store_true")
+    levers.add_argument("--no-tts-stream", action="store_true",
+                        help="Piper synthesizes each sentence whole (no audio while it decodes)")
     levers.add_argument("--no-cpu-turns", action="store_true",
                         help="let ASR, LLM and TTS compute at the same time")
     levers.add_argument("--no-captions", action="store_true",

@@ -13,6 +13,7 @@ from models.locate import Located, ModelError, locate
 from pipeline.asr import AsrOptions, WhisperTranscriber
 from pipeline.drafts import Drafter, ModelDraft, PromptLookup, same_vocabulary
 from pipeline.llm import LlamaResponder, LlmOptions
+from pipeline.piper_stream import StreamingVoice
 from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
 from pipeline.turn_detector import LlamaTurnDetector
@@ -70,7 +71,10 @@ def load_synthesizer(path: Path, options: TtsOptions, use_cuda: bool = False) ->
         voice = PiperVoice.load(path, use_cuda=use_cuda)
     except Exception as error:  # onnxruntime raises its own exception types
         raise ModelError(f"cannot load the Piper voice at {path}: {error}") from None
-    return PiperSynthesizer(voice, voice_id=path.stem, options=options)
+    providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})] \
+        if use_cuda else ["CPUExecutionProvider"]
+    stream = StreamingVoice.split(voice, path, providers) if options.stream else None
+    return PiperSynthesizer(voice, voice_id=path.stem, options=options, stream=stream)
 
 
 def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | None = None

@@ -1,7 +1,9 @@
 """TTS: Piper, one clause in, 16 kHz int16 audio chunks out.
 
 Piper speaks at its voice's rate (22.05 kHz for the default voice); audio is resampled to
-the pipeline's 16 kHz here, at the edge, with soxr.
+the pipeline's 16 kHz here, at the edge, with soxr. Where the voice can be split at its
+decoder (pipeline.piper_stream) a clause's audio comes out window by window as it is
+decoded; otherwise one chunk per sentence, as Piper makes it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pipeline.events import SAMPLE_RATE, Pcm
 
 if TYPE_CHECKING:
     from piper import PiperVoice
+
+    from pipeline.piper_stream import StreamingVoice
 
 
 class Synthesizer(Protocol):
@@ -36,10 +40,14 @@ class TtsOptions:
     trim_lead: bool = True
     """Drop the near-silence Piper puts before a clause (30-65 ms measured with the default
     voice): every millisecond of it is added to time-to-first-audio."""
+    stream: bool = True
+    """Split the voice at its decoder and send audio as it is decoded (pipeline.piper_stream);
+    False: Piper's whole-sentence synthesis (to measure the lever)."""
 
 
 class PiperSynthesizer:
-    def __init__(self, voice: PiperVoice, voice_id: str, options: TtsOptions | None = None) -> None:
+    def __init__(self, voice: PiperVoice, voice_id: str, options: TtsOptions | None = None,
+                 stream: StreamingVoice | None = None) -> None:
         from piper import SynthesisConfig
 
         self.voice = voice
@@ -48,6 +56,9 @@ class PiperSynthesizer:
         self._config = SynthesisConfig(
             length_scale=self.options.length_scale, volume=self.options.volume
         )
+        self.stream = stream
+        """The voice split at its decoder (audio as it is decoded), or None."""
+        self._gain = self.options.volume / stream.typical_peak if stream is not None else 1.0
 
     @property
     def native_rate(self) -> int:
@@ -65,13 +76,28 @@ class PiperSynthesizer:
 
     def _chunks(self, text: str) -> Iterator[Pcm]:
         resampler = StreamResampler(self.native_rate, SAMPLE_RATE)
-        for chunk in self.voice.synthesize(text, syn_config=self._config):
-            out = resampler.push(chunk.audio_float_array)
+        for audio in self._audio(text):
+            out = resampler.push(audio)
             if out.size:
                 yield to_int16(out)
         tail = resampler.push(_EMPTY, last=True)
         if tail.size:
             yield to_int16(tail)
+
+
+    def _audio(self, text: str) -> Iterator[np.ndarray]:
+        """Float audio at the voice's rate: by decoder windows, or by sentences."""
+        if self.stream is None:
+            for chunk in self.voice.synthesize(text, syn_config=self._config):
+                yield chunk.audio_float_array
+            return
+        from pipeline.piper_stream import feeds
+
+        for phonemes in self.voice.phonemize(text):
+            if phonemes:
+                ids = self.voice.phonemes_to_ids(phonemes)
+                z = self.stream.frames(feeds(self.voice, ids, self._config))
+                yield from self.stream.decode(z, self._gain)
 
 
 SOUND_LEVEL = 100

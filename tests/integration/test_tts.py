@@ -29,3 +29,46 @@ def test_a_clause_starts_with_sound_not_pipers_lead_in(voice: PiperSynthesizer, 
     # Piper samples its durations, so two renderings differ a little; nothing but the
     # lead-in may go.
     assert abs((len(raw) - lead_in) - (len(trimmed) - LEAD_KEPT)) < 0.15 * len(raw)
+
+
+def test_the_embedded_voice_streams_what_piper_would_say_whole(voice: PiperSynthesizer) -> None:
+    from piper import SynthesisConfig
+
+    from pipeline.piper_stream import FIRST_FRAMES, StreamingVoice, feeds
+
+    stream = voice.stream
+    assert isinstance(stream, StreamingVoice)  # the split was made and passed its check
+    quiet = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)  # VITS is deterministic
+    phonemes = voice.voice.phonemize("Mount Everest is the tallest mountain on Earth.")[0]
+    inputs = feeds(voice.voice, voice.voice.phonemes_to_ids(phonemes), quiet)
+    whole = voice.voice.session.run(None, inputs)[0].reshape(-1)
+    windows = list(stream.decode(stream.frames(inputs)))
+    assert len(windows) >= 3  # ~2.5 s of speech: a short first window, then longer ones
+    assert len(windows[0]) == FIRST_FRAMES * stream.hop < len(whole) / 5
+    joined = np.concatenate(windows)
+    assert len(joined) == len(whole)
+    assert np.abs(joined - whole).max() < 1e-4  # float rounding, nothing audible
+
+
+def test_streamed_clauses_share_one_gain_at_pipers_level(voice: PiperSynthesizer) -> None:
+    peaks = [np.abs(_audio(voice, text)).max() / 32767 for text in CLAUSES]
+    # Piper would scale each to exactly `volume`; one gain for all leaves them near it.
+    assert 0.5 * voice.options.volume < np.median(peaks) <= 1.0
+
+
+def test_a_voice_that_cannot_be_split_is_synthesized_whole(
+    voice: PiperSynthesizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from models.locate import locate
+    from pipeline import piper_stream
+
+    path = locate("tts").path
+    # The decoder's input taken one tensor too early (the flow's): a wrong split must be
+    # refused by the check, not speak garbage.
+    monkeypatch.setattr(piper_stream, "_decoder_input", lambda _model: "/Add_output_0")
+    assert piper_stream.StreamingVoice.split(voice.voice, path) is None
+    monkeypatch.setattr(piper_stream, "_decoder_input", lambda _model: None)
+    assert piper_stream.StreamingVoice.split(voice.voice, path) is None
+    whole = PiperSynthesizer(voice.voice, voice.voice_id, voice.options, stream=None)
+    audio = _audio(whole, "Hello there!")
+    assert len(audio) > 0.4 * 16000 and np.abs(audio).max() > 0.5 * 32767 * voice.options.volume
