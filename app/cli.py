@@ -143,11 +143,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     loopback = args.loopback or args.host in LOOPBACK_HOSTS
     if args.slo_ms <= 0:
         raise UsageError("--slo-ms must be positive")
-    if not 1 <= args.jitter_prefetch <= 8:
-        raise UsageError("--jitter-prefetch must be 1-8 packets")
+    if not 0 <= args.jitter_hold <= 8:
+        raise UsageError("--jitter-hold must be 0-8 packets")
     options = ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
                             stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
-                            jitter_prefetch=args.jitter_prefetch)
+                            jitter_hold=args.jitter_hold)
     try:
         asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
                           loopback=loopback, tls=tls))
@@ -297,9 +297,10 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
                        help="close a session whose audio stops for this many seconds")
     serve.add_argument("--slo-ms", type=float, default=800.0,
                        help="TTFA objective shown on the dashboard (default %(default)s)")
-    serve.add_argument("--jitter-prefetch", type=int, default=1,
-                       help="mic packets held before decoding (aiortc's own is 4 = ~80 ms; 1 "
-                            "suits loopback and LANs; raise it on networks that reorder)")
+    serve.add_argument("--jitter-hold", type=int, default=1,
+                       help="later mic packets that wait for a missing one before it is given "
+                            "up (in-order packets are never held; raise it on networks that "
+                            "reorder; default %(default)s)")
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 

@@ -43,11 +43,11 @@ class ServerOptions:
     """STUN URLs; none by default (aiortc would otherwise reach for a public one)."""
     recent_turns: int = 200
     """Turns kept for /api/turns and the dashboard; the rolling percentiles cover these."""
-    jitter_prefetch: int = 1
-    """Mic packets held before decoding (app.webrtc.shorten_jitter_buffer). aiortc emits a
-    packet when the next one arrives, so each packet held adds 20 ms: mic-to-VAD measured
-    62 / 82 / 122 ms on loopback with 1 / 2 / 4. A packet arriving after its successor is
-    dropped, which reordering networks need more to absorb."""
+    jitter_hold: int = 1
+    """Later mic packets that wait for a missing one before it is given up as lost
+    (app.webrtc.PacketJitterBuffer); in-order packets are never held. aiortc's own buffer
+    holds every packet until the next arrives (20 ms each; mic-to-VAD measured 62 / 82 /
+    122 ms on loopback with its prefetch 1 / 2 / 4)."""
     slo_ttfa_ms: float = 800.0
     """The TTFA objective the dashboard reports attainment against (browser TTFA where the
     page measured it, else the server's)."""
@@ -154,7 +154,7 @@ async def offer(request: web.Request) -> web.Response:
     servers = [RTCIceServer(urls=url) for url in sessions.options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     session = Session(pc, sessions.engine, idle_timeout=sessions.options.idle_timeout_s,
-                      jitter_prefetch=sessions.options.jitter_prefetch,
+                      jitter_hold=sessions.options.jitter_hold,
                       on_turn=sessions.record_turn, on_heard=sessions.record_heard,
                       on_closed=sessions.forget)
     sessions.live[session.id] = session

@@ -40,10 +40,10 @@ class Session:
         on_turn: Callable[[Session, Turn], None],
         on_closed: Callable[[Session], None],
         on_heard: Callable[[Session, Turn], None] | None = None,
-        jitter_prefetch: int = 1,
+        jitter_hold: int = 1,
     ) -> None:
         self.id = next(_ids)
-        self.jitter_prefetch = jitter_prefetch
+        self.jitter_hold = jitter_hold
         self.pc = pc
         self.engine = engine
         self.idle_timeout = idle_timeout
@@ -67,7 +67,7 @@ class Session:
         if track.kind != "audio" or self.task is not None:
             return
         self.pc.addTrack(self.speaker_track)
-        shorten_jitter_buffer(self.pc, track, self.jitter_prefetch)
+        shorten_jitter_buffer(self.pc, track, self.jitter_hold)
         self.task = asyncio.get_running_loop().create_task(self._converse(track))
 
     async def _converse(self, track: MediaStreamTrack) -> None:

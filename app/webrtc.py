@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import av
 import numpy as np
 from aiortc import MediaStreamTrack, RTCPeerConnection
+from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.mediastreams import MediaStreamError
 
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
@@ -23,21 +24,46 @@ from pipeline.timeline import now
 log = logging.getLogger(__name__)
 
 
-def shorten_jitter_buffer(pc: RTCPeerConnection, track: MediaStreamTrack, prefetch: int) -> None:
-    """Hold fewer mic packets before decoding than aiortc's fixed 4 (~80-100 ms).
+def shorten_jitter_buffer(pc: RTCPeerConnection, track: MediaStreamTrack, hold: int) -> None:
+    """Give the mic track a PacketJitterBuffer instead of aiortc's (4 packets, ~80-100 ms).
 
-    Every packet held is latency before the endpointer even hears the end of speech; on
-    loopback and LANs reordering is rare, so 2 is enough. aiortc has no setting for it,
-    hence the private attribute; if aiortc renames it this does nothing (logged).
+    Every packet held is latency before the endpointer even hears the end of speech.
+    aiortc has no setting for it, hence the private attribute; if aiortc renames it this
+    does nothing (logged).
     """
-    from aiortc.jitterbuffer import JitterBuffer
-
     for transceiver in pc.getTransceivers():
         receiver = transceiver.receiver
         if receiver.track is track and hasattr(receiver, "_RTCRtpReceiver__jitter_buffer"):
-            receiver._RTCRtpReceiver__jitter_buffer = JitterBuffer(capacity=16, prefetch=prefetch)
+            receiver._RTCRtpReceiver__jitter_buffer = PacketJitterBuffer(hold)
             return
     log.warning("could not shorten the jitter buffer (aiortc changed?)")
+
+
+class PacketJitterBuffer(JitterBuffer):
+    """An audio jitter buffer that holds a packet only while an earlier one is missing.
+
+    aiortc's buffer releases a frame once a packet of the *next* frame arrives (for video,
+    that is how it knows a frame's packets are all in): for audio that is one packet
+    (20 ms) of latency on every frame, even at prefetch 1. An Opus frame is one RTP packet,
+    so here a packet is released as soon as every earlier one has been; after a gap, up to
+    `hold` later packets wait for the missing one (reordering), then it is given up as
+    lost. A packet arriving after its turn was given up is dropped.
+    """
+
+    def __init__(self, hold: int = 1) -> None:
+        super().__init__(capacity=16)
+        self.hold = hold
+
+    def _remove_frame(self, sequence_number: int) -> JitterFrame | None:
+        while self._origin is not None:  # (set by add() before it calls this)
+            head = self._packets[self._origin % self.capacity]
+            if head is not None:
+                self.remove(1)
+                return JitterFrame(data=head._data, timestamp=head.timestamp)  # type: ignore[attr-defined]
+            if sum(packet is not None for packet in self._packets) <= self.hold:
+                return None  # the missing packet may still come
+            self.remove(1)  # lost: go on without it
+        return None
 
 
 async def mic_frames(track: MediaStreamTrack, idle_timeout: float) -> AsyncIterator[AudioFrame]:
