@@ -14,8 +14,12 @@ from dataclasses import dataclass
 
 from pipeline.events import Clause
 
-_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)")
-_CLAUSE_BREAK = re.compile(r"[,;:—–]+(?=\s)|\s-\s")
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s|$)")
+_CLAUSE_BREAK = re.compile(r"[,;:—–]+(?=\s|$)|\s-\s")
+_WORD_BEFORE = re.compile(r"(?:^|\s)([A-Za-z]{2,})$")
+"""A plain word of letters right before a mark at the end of the text so far: the mark
+ends it for sure (not a decimal "3.", an initial "J.", a dotted "U.S." or "there.com" — a
+URL is the one accepted miss), so the clause need not wait for the next token."""
 # Abbreviations whose period does not end a sentence.
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e approx no fig inc ltd co".split()
@@ -67,8 +71,10 @@ class ClauseSplitter:
         cut = self._sentence_cut()
         ends_sentence = cut is not None
         early = self._index == 0 and self.options.early_first_clause
-        if cut is None and (early or self._too_long()):
-            cut = self._clause_cut()
+        if early or (cut is None and self._too_long()):
+            clause = self._clause_cut()
+            if clause is not None and (cut is None or clause < cut):
+                cut, ends_sentence = clause, False
         if cut is None and early:
             cut = self._phrase_cut()
         if cut is None:
@@ -82,15 +88,28 @@ class ClauseSplitter:
             word = self._buffer[: match.start()].rsplit(maxsplit=1)[-1:] or [""]
             if word[0].lower().rstrip(".") in _ABBREVIATIONS or _is_number_dot(match, self._buffer):
                 continue
+            if self._at_end(match) and not self._plain_word_before(match):
+                continue
             return match.end()
         return None
 
     def _clause_cut(self) -> int | None:
         minimum = self.options.first_clause_min_words if self._index == 0 else 3
         for match in _CLAUSE_BREAK.finditer(self._buffer):
+            if self._at_end(match) and not self._plain_word_before(match):
+                continue
             if len(self._buffer[: match.start()].split()) >= minimum:
                 return match.end()
         return None
+
+    def _at_end(self, match: re.Match[str]) -> bool:
+        return match.end() == len(self._buffer)
+
+    def _plain_word_before(self, match: re.Match[str]) -> bool:
+        """The mark ends the text so far: it counts only after a plain word (_WORD_BEFORE)
+        that is not an abbreviation; otherwise the next token decides (one token later)."""
+        found = _WORD_BEFORE.search(self._buffer, 0, match.start())
+        return found is not None and found.group(1).lower() not in _ABBREVIATIONS
 
     def _phrase_cut(self) -> int | None:
         """Before a linking word, once the clause is long enough (complete words only)."""
