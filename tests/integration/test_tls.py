@@ -38,6 +38,7 @@ def test_self_signed_serves_the_page_over_https(tmp_path: Path) -> None:
          "cannot load TLS certificate"),
         (["--tls-cert", "/nonexistent/cert.pem"], "go together"),
         (["--port", "70000"], "--port must be"),
+        (["--jitter-hold", "9"], "--jitter-hold must be 0-8"),
     ],
 )
 def test_bad_serve_flags_are_clear_errors(args: list[str], message: str) -> None:
