@@ -13,7 +13,7 @@ from models.locate import Located, ModelError, locate
 from pipeline.asr import AsrOptions, WhisperTranscriber
 from pipeline.drafts import Drafter, ModelDraft, PromptLookup, same_vocabulary
 from pipeline.llm import LlamaResponder, LlmOptions
-from pipeline.piper_stream import StreamingVoice
+from pipeline.piper_stream import StreamingVoice, WholeGraph, release_garbage
 from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
 from pipeline.turn_detector import LlamaTurnDetector
@@ -74,6 +74,9 @@ def load_synthesizer(path: Path, options: TtsOptions, use_cuda: bool = False) ->
     providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})] \
         if use_cuda else ["CPUExecutionProvider"]
     stream = StreamingVoice.split(voice, path, providers) if options.stream else None
+    if stream is not None:
+        voice.session = WholeGraph(stream)
+    release_garbage()
     return PiperSynthesizer(voice, voice_id=path.stem, options=options, stream=stream)
 
 

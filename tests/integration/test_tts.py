@@ -41,7 +41,14 @@ def test_the_embedded_voice_streams_what_piper_would_say_whole(voice: PiperSynth
     quiet = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)  # VITS is deterministic
     phonemes = voice.voice.phonemize("Mount Everest is the tallest mountain on Earth.")[0]
     inputs = feeds(voice.voice, voice.voice.phonemes_to_ids(phonemes), quiet)
-    whole = voice.voice.session.run(None, inputs)[0].reshape(-1)
+    # The voice's own graph, whole (the loaded voice no longer holds it: piper_stream.WholeGraph).
+    import onnxruntime
+
+    from models.locate import locate
+
+    original = onnxruntime.InferenceSession(str(locate("tts").path),
+                                            providers=["CPUExecutionProvider"])
+    whole = original.run(None, inputs)[0].reshape(-1)
     windows = list(stream.decode(stream.frames(inputs)))
     assert len(windows) >= 3  # ~2.5 s of speech: a short first window, then longer ones
     assert len(windows[0]) == FIRST_FRAMES * stream.hop < len(whole) / 5
@@ -59,16 +66,27 @@ def test_streamed_clauses_share_one_gain_at_pipers_level(voice: PiperSynthesizer
 def test_a_voice_that_cannot_be_split_is_synthesized_whole(
     voice: PiperSynthesizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from piper import PiperVoice
+
     from models.locate import locate
     from pipeline import piper_stream
 
     path = locate("tts").path
+    plain = PiperVoice.load(path)  # its own session: the whole graph, as Piper loads it
     # The decoder's input taken one tensor too early (the flow's): a wrong split must be
     # refused by the check, not speak garbage.
     monkeypatch.setattr(piper_stream, "_decoder_input", lambda _model: "/Add_output_0")
-    assert piper_stream.StreamingVoice.split(voice.voice, path) is None
+    assert piper_stream.StreamingVoice.split(plain, path) is None
     monkeypatch.setattr(piper_stream, "_decoder_input", lambda _model: None)
-    assert piper_stream.StreamingVoice.split(voice.voice, path) is None
-    whole = PiperSynthesizer(voice.voice, voice.voice_id, voice.options, stream=None)
+    assert piper_stream.StreamingVoice.split(plain, path) is None
+    whole = PiperSynthesizer(plain, voice.voice_id, voice.options, stream=None)
     audio = _audio(whole, "Hello there!")
     assert len(audio) > 0.4 * 16000 and np.abs(audio).max() > 0.5 * 32767 * voice.options.volume
+
+
+def test_the_streaming_voice_still_speaks_whole_sentences_through_piper(
+    voice: PiperSynthesizer,
+) -> None:
+    """Its own session is replaced by the split graph (memory), so Piper's API still works."""
+    chunks = list(voice.voice.synthesize("Hello there. How are you?"))
+    assert len(chunks) == 2 and all(len(c.audio_float_array) > 0.3 * 22050 for c in chunks)
