@@ -77,15 +77,15 @@ class StreamingVoice:
         import onnx
         import onnx.utils
 
-        graph = onnx.load_model_from_string(model) if isinstance(model, bytes) \
-            else onnx.load(str(model))
-        latent = _decoder_input(graph)
-        if latent is None:
-            log.info("Piper voice has no /dec/ decoder to split at: synthesized whole")
-            return None
-        inputs = [i.name for i in graph.graph.input]
-        outputs = [o.name for o in graph.graph.output][:1]
         try:
+            graph = onnx.load_model_from_string(model) if isinstance(model, bytes) \
+                else onnx.load(str(model))
+            latent = _decoder_input(graph)
+            if latent is None:
+                log.info("Piper voice has no /dec/ decoder to split at: synthesized whole")
+                return None
+            inputs = [i.name for i in graph.graph.input]
+            outputs = [o.name for o in graph.graph.output][:1]
             extractor = onnx.utils.Extractor(graph)
             front = extractor.extract_model(inputs, [latent])
             decoder = extractor.extract_model([latent], outputs)

@@ -79,6 +79,7 @@ def test_a_voice_that_cannot_be_split_is_synthesized_whole(
     assert piper_stream.StreamingVoice.split(plain, path) is None
     monkeypatch.setattr(piper_stream, "_decoder_input", lambda _model: None)
     assert piper_stream.StreamingVoice.split(plain, path) is None
+    assert piper_stream.StreamingVoice.split(plain, b"not an ONNX graph") is None
     whole = PiperSynthesizer(plain, voice.voice_id, voice.options, stream=None)
     audio = _audio(whole, "Hello there!")
     assert len(audio) > 0.4 * 16000 and np.abs(audio).max() > 0.5 * 32767 * voice.options.volume
