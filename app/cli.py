@@ -64,6 +64,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                      reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
                      prompt_lookup=args.prompt_lookup, draft_model=args.draft_model,
                      **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
+    if not 0.2 <= args.caption_interval <= 10:
+        raise UsageError("--caption-interval must be 0.2-10 seconds")
     if args.asr_window is not None and not 1 <= args.asr_window <= 30:
         raise UsageError("--asr-window must be 1-30 seconds")
     asr = AsrOptions(windows_s=(args.asr_window,) if args.asr_window else AsrOptions().windows_s)
@@ -78,7 +80,7 @@ def settings_from(args: argparse.Namespace) -> Any:
             vad=vad, speculate=not args.no_speculate,
             endpoint=None if args.fixed_endpoint else EndpointOptions(),
             clauses=ClauseOptions(early_first_clause=not args.sentence_clauses),
-            partial_interval_s=None if args.no_captions else 1.0,
+            partial_interval_s=None if args.no_captions else args.caption_interval,
             prefill_captions=not args.no_caption_prefill,
         ),
         tts=TtsOptions(stream=not args.no_tts_stream),
@@ -252,6 +254,9 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
                         help="Piper synthesizes each sentence whole (no audio while it decodes)")
     levers.add_argument("--no-cpu-turns", action="store_true",
                         help="let ASR, LLM and TTS compute at the same time")
+    group.add_argument("--caption-interval", type=float, metavar="S",
+                       default=ConversationOptions().partial_interval_s,
+                       help="seconds of speech between live captions (default %(default)s)")
     levers.add_argument("--no-captions", action="store_true",
                         help="no live partial transcripts while the user speaks")
     levers.add_argument("--no-caption-prefill", action="store_true",

@@ -39,6 +39,7 @@ def test_self_signed_serves_the_page_over_https(tmp_path: Path) -> None:
         (["--tls-cert", "/nonexistent/cert.pem"], "go together"),
         (["--port", "70000"], "--port must be"),
         (["--jitter-hold", "9"], "--jitter-hold must be 0-8"),
+        (["--caption-interval", "0"], "--caption-interval must be 0.2-10"),
     ],
 )
 def test_bad_serve_flags_are_clear_errors(args: list[str], message: str) -> None:
