@@ -27,7 +27,8 @@ class EndpointOptions:
     complete_ms: int = 240
     """Silence that ends a turn whose transcript is a question or exclamation ("?", "!")."""
     statement_ms: int = 1000
-    """Silence that ends a turn ending in "." (or that the turn detector is unsure of):
+    """Silence that ends a turn ending in "." (or that the turn detector is unsure of, or
+    whose verdict is still to come):
     Whisper puts a period after fragments too ("Set a timer for it.", "How far is the
     minute."), so a period is weaker evidence than "?". The 0.7 s thinking pauses of
     `apace bench`'s paused set are 760-900 ms of silence once Piper's own pauses are
@@ -62,7 +63,10 @@ def endpoint_silence_ms(
     """The silence (ms) after which a turn with this transcript is over.
 
     `done_logprob` is the turn detector's verdict; `verdict_pending` says one is coming,
-    so punctuation alone must not end the turn early (the VAD default holds till then).
+    so punctuation alone must not end the turn early. The verdict is asked for once the
+    reply's first audio is made (pipeline.reply), ~0.4-0.5 s into the silence on 2 CPU
+    cores: till then the turn ends as an unsure one would (statement_ms, or the VAD
+    default if longer), never sooner than the verdict could say.
     """
     text = transcript.strip()
     words = _WORD.findall(text.lower())
@@ -77,7 +81,7 @@ def endpoint_silence_ms(
             return options.trailing_ms
         return options.statement_ms
     if verdict_pending:
-        return default_ms
+        return max(default_ms, options.statement_ms)
     if text.endswith(("?", "!")):
         return options.complete_ms
     if text.endswith("."):

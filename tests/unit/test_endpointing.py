@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
+from pipeline.events import Pcm
 from pipeline.speaker import Speaker
 from pipeline.turn_detector import LlamaTurnDetector, normalise
 from tests.fakes import (
@@ -148,6 +151,52 @@ async def test_punctuation_alone_does_not_end_the_turn_while_the_verdict_is_pend
 
 
 @pytest.mark.timeout(10)
+async def test_the_detector_is_asked_after_the_first_audio_and_the_reply_waits_for_it(
+    workers: Workers,
+) -> None:
+    """The verdict, not more text, is what the user waits for once clause 1's first audio is
+    made: the detector runs then, and the LLM and TTS go on only after its verdict."""
+    order: list[str] = []
+
+    class Responder(FakeResponder):
+        def reply(self, history: Any, user: str, draft: str | None = None) -> Iterator[str]:
+            for piece in super().reply(history, user, draft):
+                order.append("token")
+                yield piece
+
+    class Synthesizer(FakeSynthesizer):
+        def synthesize(self, text: str) -> Iterator[Pcm]:
+            for pcm in super().synthesize(text):
+                order.append("audio")
+                yield pcm
+
+    class Detector(FakeDetector):
+        def done_logprob(self, text: str) -> float:
+            order.append("asked")
+            verdict = super().done_logprob(text)
+            order.append("verdict")
+            return verdict
+
+    pieces = ["Madrid", " is", " the", " capital.", " It", " is", " big."]
+    models = workers.models(FakeTranscriber("What is the capital of Spain?"),
+                            Responder(pieces, delay_s=0.01), Synthesizer(delay_s=0.01),
+                            Detector({"What is the capital of Spain?": -3.0}, delay_s=0.2))
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=300, trailing_ms=600))
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: "verdict" in order, what="the verdict")
+        await mic.send(False, 100 // 20)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    asked = order.index("asked")
+    assert "audio" in order[:asked]  # clause 1's first audio came first
+    assert order[asked + 1] == "verdict"  # nothing was made while the detector ran
+    assert order.count("token") == len(pieces) and order.count("audio") == 7  # then the rest
+    assert conv.turns[0].reply == "".join(pieces)
+
+
+@pytest.mark.timeout(10)
 async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) -> None:
     transcriber = FakeTranscriber("Tell me", "Tell me a joke.")
     models = workers.models(transcriber, FakeResponder(["Ha."]), FakeSynthesizer())
@@ -176,7 +225,10 @@ def test_the_turn_detectors_verdict_replaces_punctuation(
 
 
 def test_a_question_mark_does_not_end_the_turn_early_while_a_verdict_is_coming() -> None:
-    assert endpoint_silence_ms("What is the capital?", 500, OPTIONS, verdict_pending=True) == 500
+    """The verdict comes after the reply's first audio: meanwhile a turn ends only as an
+    unsure one would (statement_ms), or at the VAD's default if that is longer."""
+    assert endpoint_silence_ms("What is the capital?", 500, OPTIONS, verdict_pending=True) == 700
+    assert endpoint_silence_ms("What is the capital?", 800, OPTIONS, verdict_pending=True) == 800
     assert endpoint_silence_ms("Set a timer for", 500, OPTIONS, verdict_pending=True) == 900
 
 
