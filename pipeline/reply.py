@@ -84,10 +84,10 @@ class Reply:
     _sentence_sent: bool = False
     _held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _llm_gate: Gate = field(default_factory=Gate)
-    _audio_ready: asyncio.Event = field(default_factory=asyncio.Event)
-    """The first audio is synthesized (or there will be none): the turn detector may run."""
-    _verdict_gate: Gate = field(default_factory=Gate)
-    """Closed while the turn detector's verdict is pending: no more audio is made meanwhile."""
+    _clause_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    """Clause 1 is written (or there will be none): the turn detector may run."""
+    _verdict_in: asyncio.Event = field(default_factory=asyncio.Event)
+    """The turn detector has answered (or is not asked): clause 1's audio may be made."""
 
     def commit(self) -> None:
         """The user's turn is over: this reply may play (and be shown)."""
@@ -147,8 +147,9 @@ class Reply:
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
             if self.judging:
-                self._verdict_gate.close()
                 group.create_task(self._judge_turn())
+            else:
+                self._verdict_in.set()
             group.create_task(self._think(clauses))
             group.create_task(self._speak(clauses))
         await self.finished.wait()
@@ -156,22 +157,21 @@ class Reply:
     async def _judge_turn(self) -> None:
         """The turn detector's verdict on the transcript, on its own worker and context.
 
-        Asked once clause 1's first audio is made, with the LLM and TTS held till it is in:
-        that audio waits for the endpoint, the endpoint for the verdict, so from then on
-        the verdict is the one thing the user waits for; asked earlier it held the CPU while
-        the first clause waited (measured: first clause 49 ms sooner, audio 26 ms sooner).
+        Asked once clause 1 is written (the LLM waits then, for clause 1's audio), and
+        that audio is made after the verdict: it could not play before the endpoint
+        anyway, and the endpoint waits for the verdict. Asked at once, the detector held
+        the CPU while the first clause waited.
         """
         detector, worker = self.models.detector, self.models.detector_worker
         assert detector is not None and worker is not None and self.transcript is not None
-        await self._audio_ready.wait()
+        await self._clause_ready.wait()
         try:
             self.done_logprob = await worker.run(detector.done_logprob, self.transcript,
                                                  priority=self.priority)
         except Exception:  # the endpoint falls back to punctuation; the reply goes on
             log.exception("turn detector failed")
         self.judging = False
-        self._verdict_gate.open()
-        self._llm_gate.open()
+        self._verdict_in.set()
         if self.on_transcript is not None:
             self.on_transcript(self, self.transcript, self.done_logprob)
 
@@ -199,47 +199,35 @@ class Reply:
                             self._llm_gate.close()
                         self.timeline.stamp(FIRST_CLAUSE)
                         clauses.put_nowait(clause)
+                        self._clause_ready.set()
             for clause in splitter.flush():
                 self.timeline.stamp(FIRST_CLAUSE)
                 clauses.put_nowait(clause)
         finally:
             clauses.put_nowait(None)
+            self._clause_ready.set()
 
     async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
-        try:
-            await self._speak_clauses(clauses)
-        finally:
-            self._audio_ready.set()
-
-    async def _speak_clauses(self, clauses: asyncio.Queue[Clause | None]) -> None:
         while (clause := await clauses.get()) is not None:
+            await self._verdict_in.wait()
             spoken = _Spoken(clause)
             self._spoken.append(spoken)
             stream = self.models.tts_worker.stream(
-                self.models.synthesizer.synthesize, clause.text, priority=self.priority,
-                gate=self._verdict_gate,
+                self.models.synthesizer.synthesize, clause.text, priority=self.priority
             )
             async with contextlib.aclosing(stream):
                 async for pcm in stream:
-                    self._audio_ready.set()
-                    self._release_llm()
+                    self._llm_gate.open()
                     await self.committed.wait()
                     spoken.samples += len(pcm)
                     self.speaker.push(pcm, self._on_played(spoken))
             spoken.done = True
-            self._release_llm()
+            self._llm_gate.open()
             if clause.ends_sentence:
                 self._sentence_sent = True
                 self._stamp_ttua()
         self._generated_all = True
         self._check_finished()
-
-    def _release_llm(self) -> None:
-        """Let the LLM go on after clause 1's first audio, unless a verdict is pending:
-        then the detector goes first (its verdict, not more text, is what the user waits
-        for), and the LLM goes on when it is in."""
-        if not self.judging:
-            self._llm_gate.open()
 
     def _on_played(self, spoken: _Spoken) -> Callable[[int], None]:
         def played(samples: int) -> None:
