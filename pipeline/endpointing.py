@@ -64,7 +64,7 @@ def endpoint_silence_ms(
 
     `done_logprob` is the turn detector's verdict; `verdict_pending` says one is coming,
     so punctuation alone must not end the turn early. The verdict is asked for once the
-    reply's first audio is made (pipeline.reply), ~0.4-0.5 s into the silence on 2 CPU
+    reply's first clause is written (pipeline.reply), ~0.4 s into the silence on 2 CPU
     cores: till then the turn ends as an unsure one would (statement_ms, or the VAD
     default if longer), never sooner than the verdict could say.
     """
