@@ -36,7 +36,7 @@ def skip_unless_possible() -> None:
 def question_wav(folder: Path) -> Path:
     """The question, with 1.5 s of silence first (the fake mic starts at getUserMedia,
     before the call is connected) and enough silence after for the whole reply."""
-    from app.utterances import speak
+    from app.bench.utterances import speak
     from models.load import load_synthesizer
     from models.locate import locate
     from pipeline.audio import write_wav

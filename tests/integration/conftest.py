@@ -10,7 +10,7 @@ from pathlib import Path
 import jiwer
 import pytest
 
-from app.utterances import speak
+from app.bench.utterances import speak
 from models.load import load_synthesizer
 from models.locate import locate
 from pipeline.audio import write_wav

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.utterances import questions
+from app.bench.utterances import questions
 from models.load import open_responder
 from models.locate import locate
 from pipeline.llm import LlmOptions

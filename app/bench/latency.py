@@ -178,7 +178,7 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
 def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], list[Utterance]]:
     """The shipped question set spoken by the embedded voice (or WAVs from `folder`), and
     the paused questions that measure false cut-offs."""
-    from app.utterances import questions, speak
+    from app.bench.utterances import questions, speak
     from models.load import load_synthesizer
     from models.locate import locate
     from pipeline.tts import TtsOptions
