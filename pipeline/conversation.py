@@ -20,6 +20,7 @@ from pipeline.caches import ReplyCache
 from pipeline.clauses import ClauseOptions
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
+from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
 from pipeline.speaker import Speaker
@@ -48,6 +49,8 @@ class ConversationOptions:
     prefill_captions: bool = True
     """While the user speaks, the LLM and the turn detector read the words a caption has
     settled on (all but its last word), so that at silence onset only the rest is left."""
+    integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
+    """What the LLM reads of the history, the copy guard, the spoken-length budget."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ class Conversation:
         timeline.stamp(SPEECH_END, speech_end)
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
-                      find_draft=self._draft, clause_options=self.options.clauses)
+                      find_draft=self._draft, clause_options=self.options.clauses,
+                      integrity=self.options.integrity)
         if speculative:
             for stats in self._speculation():
                 stats.started += 1
@@ -311,7 +315,8 @@ class Conversation:
         self._respeculated = None
         if self.reply_cache is not None and not interrupted and reply.transcript:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
-        self.history += [Message("user", reply.transcript or ""), Message("assistant", heard)]
+        self.history += [Message("user", reply.transcript or ""),
+                         Message("assistant", heard, interrupted=interrupted)]
         if self._group is not None:  # read the next prompt's start while the user is silent
             self._prefill = self._group.create_task(self._prefill_next(list(self.history)))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,

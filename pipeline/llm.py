@@ -37,6 +37,8 @@ DEFAULT_SYSTEM_PROMPT = (
 class Message:
     role: str  # "system" | "user" | "assistant"
     content: str
+    interrupted: bool = False
+    """An assistant reply the user cut off: `content` is what they heard of it."""
 
 
 class Responder(Protocol):

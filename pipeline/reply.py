@@ -18,7 +18,15 @@ from typing import Any
 from pipeline.asr import Transcriber
 from pipeline.clauses import ClauseOptions, ClauseSplitter
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
+from pipeline.integrity import (
+    CopyGuard,
+    IntegrityOptions,
+    earlier_replies,
+    prompt_history,
+    sentence_budget,
+)
 from pipeline.llm import Message, Responder
+from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
 from pipeline.tts import Synthesizer
@@ -68,6 +76,15 @@ class Reply:
     clause_options: ClauseOptions | None = None
     find_draft: Callable[[str], str | None] | None = None
     """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
+    integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
+    """What the LLM reads of `history`, copy guard, spoken-length budget."""
+    answer_skill: Callable[[str], SkillReply | None] | None = None
+    """A built-in skill's answer to a transcript (None: the LLM answers)."""
+    on_action: Callable[[SkillReply], None] | None = None
+    """Called after a skill's action ran (the turn was committed)."""
+    skill: SkillReply | None = None
+    copies: int = 0
+    """Replies thrown away because they copied an earlier one (then regenerated)."""
     transcript: str | None = None
     done_logprob: float | None = None
     """The turn detector's verdict on the transcript (speculative replies only)."""
@@ -88,6 +105,10 @@ class Reply:
     """Clause 1 is written (or there will be none): the turn detector may run."""
     _verdict_in: asyncio.Event = field(default_factory=asyncio.Event)
     """The turn detector has answered (or is not asked): clause 1's audio may be made."""
+    _acted: bool = False
+    _clauses: list[str] = field(default_factory=list)
+    _sentences: int = 0
+    _spent: bool = False
 
     def commit(self) -> None:
         """The user's turn is over: this reply may play (and be shown)."""
@@ -96,6 +117,22 @@ class Reply:
         held, self._held = self._held, []
         for kind, data in held:
             self.emit(kind, data)
+        self._act()
+
+    def _act(self) -> None:
+        """A skill's side effect, once, and only for a committed turn: a speculation the
+        user then talked on from must change nothing."""
+        skill = self.skill
+        if skill is None or self._acted or not self.committed.is_set():
+            return
+        self._acted = True
+        if skill.action is not None:
+            try:
+                skill.action()
+            except Exception:  # the spoken reply stands; the turn goes on
+                log.exception("skill %s failed to act", skill.skill)
+        if self.on_action is not None:
+            self.on_action(skill)
 
     def _show(self, kind: str, data: dict[str, Any]) -> None:
         # A speculative reply stays invisible: if the user resumes it never happened.
@@ -143,6 +180,9 @@ class Reply:
             self.on_transcript(self, self.transcript, None)
         if not self.transcript:
             return
+        if self.answer_skill is not None:
+            self.skill = self.answer_skill(self.transcript)
+            self._act()
         self._show("transcript", {"text": self.transcript, "final": True})
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
@@ -178,34 +218,88 @@ class Reply:
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
         splitter = ClauseSplitter(self.clause_options)
         assert self.transcript is not None
-        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
-        stream = self.models.llm_worker.stream(
-            self.models.responder.reply, self.history, self.transcript, draft,
-            priority=self.priority, gate=self._llm_gate,
-        )
-        first_token: float | None = None
+        budget = sentence_budget(self.transcript, self.integrity)
         try:
-            async with contextlib.aclosing(stream):
-                async for piece in stream:
-                    first_token = first_token or now()
-                    self.llm_seconds = now() - first_token
-                    self.timeline.stamp(TTFT)
-                    self.tokens += 1
-                    self.text += piece
-                    self._show("reply_delta", {"text": piece})
-                    for clause in splitter.feed(piece):
-                        if not self.timeline.has(FIRST_CLAUSE):
-                            # First audio first: the LLM waits while Piper speaks clause 1.
-                            self._llm_gate.close()
-                        self.timeline.stamp(FIRST_CLAUSE)
-                        clauses.put_nowait(clause)
-                        self._clause_ready.set()
-            for clause in splitter.flush():
-                self.timeline.stamp(FIRST_CLAUSE)
-                clauses.put_nowait(clause)
+            if self.skill is not None:
+                self.timeline.stamp(TTFT)
+                self.text = self.skill.text
+                self._show("reply_delta", {"text": self.skill.text})
+                self._queue(splitter.feed(self.skill.text), clauses, budget)
+            else:
+                await self._generate(splitter, clauses, budget)
+            if not self._spent:
+                rest = splitter.flush()
+                # A reply cut by the token cap mid-sentence ("However, you"): after a
+                # whole sentence, its unfinished tail is not spoken.
+                if not (self._clauses and rest and not _ends_sentence(rest[-1].text)):
+                    self._queue(rest, clauses, budget)
         finally:
             clauses.put_nowait(None)
             self._clause_ready.set()
+        if self.skill is None:
+            self.text = " ".join(self._clauses)  # what is spoken, budget and guard applied
+
+    async def _generate(self, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+                        budget: int) -> None:
+        """The LLM's reply; regenerated without history if it copies an earlier one."""
+        assert self.transcript is not None
+        options = self.integrity
+        earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
+        history = prompt_history(self.history, options)
+        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
+        guard = CopyGuard(earlier, options)
+        await self._stream(history, draft, guard, splitter, clauses, budget)
+        if guard.copied is not None:
+            log.info("reply copied an earlier one (%r): regenerating without history",
+                     guard.copied[:60])
+            self.copies += 1
+            await self._stream([], None, CopyGuard([], options), splitter, clauses, budget)
+
+    async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
+                      splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+                      budget: int) -> None:
+        stream = self.models.llm_worker.stream(
+            self.models.responder.reply, history, self.transcript, draft,
+            priority=self.priority, gate=self._llm_gate,
+        )
+        first_token: float | None = None
+        async with contextlib.aclosing(stream):
+            async for piece in stream:
+                first_token = first_token or now()
+                self.llm_seconds = now() - first_token
+                self.tokens += 1
+                released = guard.feed(piece)
+                if guard.copied is not None:
+                    return
+                if not released:
+                    continue
+                self.timeline.stamp(TTFT)
+                self.text += released
+                self._show("reply_delta", {"text": released})
+                if self._queue(splitter.feed(released), clauses, budget):
+                    return  # the spoken-length budget is spent: stop the LLM
+        if released := guard.finish():
+            self.text += released
+            self._show("reply_delta", {"text": released})
+            self._queue(splitter.feed(released), clauses, budget)
+
+    def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """Hand clauses to the speaker side; True once the reply's sentence budget (or its
+        word budget, at a sentence end) is spent."""
+        for clause in made:
+            if not self.timeline.has(FIRST_CLAUSE):
+                self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
+            self.timeline.stamp(FIRST_CLAUSE)
+            clauses.put_nowait(clause)
+            self._clauses.append(clause.text)
+            self._clause_ready.set()
+            if clause.ends_sentence:
+                self._sentences += 1
+                words = sum(len(c.split()) for c in self._clauses)
+                if self._sentences >= budget or words >= self.integrity.max_words:
+                    self._spent = True
+                    return True
+        return False
 
     async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
         while (clause := await clauses.get()) is not None:
@@ -246,3 +340,7 @@ class Reply:
     def _check_finished(self) -> None:
         if self._generated_all and all(s.played >= s.samples for s in self._spoken):
             self.finished.set()
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().rstrip("\"')]").endswith((".", "!", "?", "…"))

@@ -40,7 +40,7 @@ from tests.fakes import (
 
 pytestmark = pytest.mark.timeout(10)
 
-REPLY = ["One two three four five. ", "Six seven eight nine ten. ", "Eleven twelve."]
+REPLY = ["One two three four five, ", "six seven eight nine ten. ", "Eleven twelve."]
 REPLY_TEXT = "".join(REPLY).strip()
 REPLY_FRAMES = 12 * SAMPLES_PER_WORD // FRAME_SAMPLES
 
@@ -61,7 +61,7 @@ async def test_speculation_prepares_the_reply_at_onset_but_plays_it_only_at_the_
         await mic.send(False, ENDPOINT_FRAMES - ONSET_FRAMES)
         await until(lambda: conv.speaker.queued_frames > 0, what="audio queued")
         assert conv.speculation.committed == 1
-        assert synthesizer.texts[0] == "One two three four five."
+        assert synthesizer.texts[0] == "One two three four five,"
 
 
 async def test_speech_resumed_after_onset_cancels_the_speculative_reply(workers: Workers) -> None:
@@ -133,7 +133,8 @@ async def test_sustained_speech_while_the_assistant_talks_barges_in(workers: Wor
     heard_words = mic.played_samples // SAMPLES_PER_WORD
     assert 0 < heard_words < 12
     expected = " ".join(REPLY_TEXT.split()[:heard_words])
-    assert conv.history == [Message("user", "tell me"), Message("assistant", expected)]
+    assert conv.history == [Message("user", "tell me"),
+                            Message("assistant", expected, interrupted=True)]
     (turn,) = conv.turns
     assert turn.interrupted
     assert turn.heard == expected

@@ -136,7 +136,7 @@ async def test_the_llm_keeps_streaming_while_the_first_clause_is_synthesized(
     workers: Workers,
 ) -> None:
     """Clause 1 reaches TTS before the LLM has finished the reply."""
-    responder = FakeResponder(["Well, ", "let me see. ", "It is ", "about ", "noon. ", "Bye."],
+    responder = FakeResponder(["Well, ", "let me see, ", "it is ", "about ", "noon. ", "Bye."],
                               delay_s=0.03)
     synthesizer = FakeSynthesizer()
     reply, speaker, _ = make_reply(workers, responder, synthesizer=synthesizer)
@@ -144,7 +144,7 @@ async def test_the_llm_keeps_streaming_while_the_first_clause_is_synthesized(
     await until(lambda: len(synthesizer.texts) >= 1)
     assert responder.produced < len(responder.pieces)
     await play_out(speaker, task)
-    assert synthesizer.texts == ["Well, let me see.", "It is about noon.", "Bye."]
+    assert synthesizer.texts == ["Well, let me see,", "it is about noon.", "Bye."]
 
 
 async def test_played_text_is_the_whole_clauses_heard_and_the_heard_share_of_the_next(

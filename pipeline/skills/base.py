@@ -1,0 +1,60 @@
+"""What every skill shares: the reply it gives, the context it reads, the text it matches.
+
+A skill answers a transcript deterministically (patterns over normalised text, no model)
+or declines with None. Its reply is a template the TTS speaks as is. A reply may carry an
+`action`: the side effect (start a timer, add to a list) applied only when the turn is
+committed — a speculative reply for a transcript the user then continued must change
+nothing — and at most once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SkillReply:
+    """A skill's answer: `text` is spoken as it is; `action` runs once, at commit."""
+
+    text: str
+    skill: str
+    """The skill's name ("timer", "list", "math", "convert", "clock", "spell", "offline")."""
+    action: Callable[[], None] | None = field(default=None, compare=False)
+    refusal: bool = False
+    """An honest "I cannot do that" (offline-only requests)."""
+
+
+@dataclass(frozen=True)
+class SkillContext:
+    """What a skill may read besides the words: the local time, and whose data it is."""
+
+    now: datetime
+    """Timezone-aware local wall-clock time."""
+    monotonic: float
+    """`pipeline.timeline.now()` at the same instant: timers are due on this clock."""
+    owner: str = "default"
+    """Whose lists and notes (one per user/session owner)."""
+
+
+class Skill(Protocol):
+    name: str
+
+    def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        """The reply to `text` (already normalised by `normalise`), or None: not mine."""
+        ...
+
+
+_PUNCT = re.compile(r"[^\w\s'%°.\-/:+*]")
+
+
+def normalise(transcript: str) -> str:
+    """Lower case, curly quotes straightened, punctuation but the meaningful (' % ° . - /
+    : + *) dropped, spaces collapsed, a trailing full stop or question mark removed."""
+    text = transcript.replace("\u2019", "'").replace("\u2018", "'").lower()
+    text = _PUNCT.sub(" ", text)
+    text = " ".join(text.split())
+    return text.rstrip(".?! ").strip()

@@ -1,0 +1,110 @@
+"""pipeline.integrity: history the LLM reads, the copy guard, the spoken-length budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.integrity import (
+    CopyGuard,
+    IntegrityOptions,
+    earlier_replies,
+    prompt_history,
+    sentence_budget,
+)
+from pipeline.llm import Message
+
+STUCK = ("I'm sorry for any inconvenience, but as a voice assistant, I don't have the ability "
+         "to access weather data. However, you")
+
+
+def exchange(user: str, assistant: str, interrupted: bool = False) -> list[Message]:
+    return [Message("user", user), Message("assistant", assistant, interrupted=interrupted)]
+
+
+def feed_tokens(guard: CopyGuard, text: str) -> str:
+    """Feed `text` a word at a time, as a tokenizer would split it; returns what was released."""
+    out = ""
+    for i, word in enumerate(text.split(" ")):
+        out += guard.feed(word if i == 0 else " " + word)
+    return out + guard.finish()
+
+
+def test_interrupted_replies_are_left_out_of_the_prompt_but_their_questions_stay() -> None:
+    history = exchange("weather?", STUCK, interrupted=True) + exchange("hi", "Hello!")
+    assert prompt_history(history, IntegrityOptions()) == [
+        Message("user", "weather?"), *exchange("hi", "Hello!")]
+
+
+def test_interrupted_replies_are_kept_when_asked() -> None:
+    history = exchange("weather?", STUCK, interrupted=True)
+    assert prompt_history(history, IntegrityOptions(keep_interrupted=True)) == history
+
+
+def test_the_prompt_keeps_only_the_newest_exchanges() -> None:
+    history = [m for i in range(6) for m in exchange(f"q{i}", f"a{i}")]
+    kept = prompt_history(history, IntegrityOptions(max_exchanges=2))
+    assert kept == exchange("q4", "a4") + exchange("q5", "a5")
+    assert prompt_history(history, IntegrityOptions(max_exchanges=0)) == []
+
+
+def test_a_reply_that_follows_an_earlier_one_is_a_copy_and_nothing_of_it_is_released() -> None:
+    guard = CopyGuard([STUCK])
+    released = feed_tokens(guard, STUCK.replace("weather", "temperature"))
+    assert guard.copied is not None and guard.copied.startswith("i'm sorry for any")
+    assert released == ""
+
+
+def test_a_reply_that_parts_from_earlier_ones_is_released_whole() -> None:
+    guard = CopyGuard(["The capital of France is Paris."])
+    released = feed_tokens(guard, "The capital of Germany is Berlin.")
+    assert guard.copied is None
+    assert released == "The capital of Germany is Berlin."
+
+
+def test_text_is_held_only_while_it_could_still_be_a_copy() -> None:
+    guard = CopyGuard(["The capital of France is Paris."])
+    assert guard.feed("The") == ""
+    assert guard.feed(" capital") == ""
+    assert guard.feed(" of") == ""
+    assert guard.feed(" Spain") == "The capital of Spain"
+    assert guard.feed(" is") == " is"
+
+
+def test_a_partly_written_word_that_departs_releases_at_once() -> None:
+    guard = CopyGuard(["The capital of France is Paris."])
+    guard.feed("The capital of")
+    assert guard.feed(" Fin") == "The capital of Fin"
+
+
+def test_a_short_reply_that_is_all_of_an_earlier_one_is_a_copy_at_its_end() -> None:
+    guard = CopyGuard(["A spider has eight legs."])
+    assert feed_tokens(guard, "A spider has eight legs.") == ""
+    assert guard.copied == "a spider has eight legs"
+
+
+def test_short_replies_are_not_guarded() -> None:
+    guard = CopyGuard(["You're welcome!"])
+    assert feed_tokens(guard, "You're welcome!") == "You're welcome!"
+    assert guard.copied is None
+
+
+def test_replies_to_the_same_question_asked_again_are_not_counted_as_earlier() -> None:
+    history = exchange("What is the capital of France?", "Paris is the capital.")
+    history += exchange("How are you?", "I am fine, thank you for asking.")
+    assert earlier_replies(history, "what is the capital of france") == [
+        "I am fine, thank you for asking."]
+
+
+@pytest.mark.parametrize(("question", "budget"), [
+    ("What is the capital of France?", 2),
+    ("Tell me a story about a dragon.", 6),
+    ("Can you explain how rainbows form?", 6),
+    ("How do I boil an egg?", 6),
+])
+def test_spoken_replies_get_two_sentences_unless_more_is_asked_for(question: str, budget: int) -> None:
+    assert sentence_budget(question, IntegrityOptions()) == budget
+
+
+def test_bad_budgets_are_refused() -> None:
+    with pytest.raises(ValueError, match="budgets"):
+        IntegrityOptions(max_sentences=0)

@@ -1,0 +1,120 @@
+"""Reply: the copy guard regenerates, the spoken-length budget cuts, skills answer without
+the LLM and act only once the turn is committed (scripted fakes)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pytest
+
+from pipeline.llm import Message
+from pipeline.reply import Reply
+from pipeline.skills.base import SkillReply
+from pipeline.speaker import Speaker
+from pipeline.timeline import SPEECH_END, Timeline, now
+from tests.fakes import FakeResponder, FakeSynthesizer, FakeTranscriber, Workers, until
+from tests.unit.test_reply import play_out
+
+pytestmark = pytest.mark.timeout(10)
+
+STUCK = "I'm sorry, as a voice assistant I cannot access weather data. However, you"
+
+
+class CopyingResponder(FakeResponder):
+    """Copies the last assistant turn when it has history (as SmolLM2 did); answers
+    the question when it has none."""
+
+    def __init__(self) -> None:
+        super().__init__(["unused"])
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None
+              ) -> Iterator[str]:
+        self.histories.append(list(history))
+        self.threads.append(threading.current_thread().name)
+        text = history[-1].content if history else "Paris is the capital of France."
+        for word in text.split(" "):
+            yield word + " "
+
+
+def make(workers: Workers, responder: FakeResponder, history: list[Message], *,
+         transcript: str = "What is the capital of France?", speculative: bool = False,
+         skill: SkillReply | None = None) -> tuple[Reply, Speaker, FakeSynthesizer]:
+    synthesizer = FakeSynthesizer()
+    models = workers.models(FakeTranscriber(transcript), responder, synthesizer)
+    timeline = Timeline()
+    timeline.stamp(SPEECH_END, now())
+    speaker = Speaker()
+    reply = Reply(models, speaker, history, np.zeros(16_000, np.int16), timeline,
+                  lambda _k, _d: None, speculative=speculative,
+                  answer_skill=(lambda _t: skill) if skill is not None else None)
+    if not speculative:
+        reply.commit()
+    return reply, speaker, synthesizer
+
+
+async def run(reply: Reply, speaker: Speaker) -> None:
+    await play_out(speaker, asyncio.create_task(reply.run()))
+
+
+async def test_a_reply_that_copies_an_earlier_one_is_regenerated_without_history(
+    workers: Workers,
+) -> None:
+    history = [Message("user", "weather?"), Message("assistant", STUCK)]
+    responder = CopyingResponder()
+    reply, speaker, synthesizer = make(workers, responder, history)
+    await run(reply, speaker)
+    assert reply.copies == 1
+    assert responder.histories[1] == []
+    assert reply.text == "Paris is the capital of France."
+    assert not any("sorry" in text for text in synthesizer.texts)  # the copy was never spoken
+
+
+async def test_a_reply_is_cut_after_two_sentences_and_the_llm_stops(workers: Workers) -> None:
+    responder = FakeResponder(["Paris is the capital. ", "It is in France. ", "It is big. ",
+                               "It has a tower. "], delay_s=0.01)
+    reply, speaker, synthesizer = make(workers, responder, [])
+    await run(reply, speaker)
+    assert reply.text == "Paris is the capital. It is in France."
+    assert " ".join(synthesizer.texts) == reply.text
+    await until(responder.stopped_early.is_set, what="the LLM stopped")
+    assert responder.produced < 4
+
+
+async def test_an_unfinished_tail_after_a_whole_sentence_is_not_spoken(workers: Workers) -> None:
+    responder = FakeResponder(["The answer is four. ", "However, ", "you"])
+    reply, speaker, synthesizer = make(workers, responder, [])
+    await run(reply, speaker)
+    assert reply.text == "The answer is four."
+    assert synthesizer.texts == ["The answer is four."]
+
+
+async def test_a_skill_answers_without_the_llm_and_acts_once_at_commit(workers: Workers) -> None:
+    acted: list[str] = []
+    skill = SkillReply("Timer set for 10 minutes.", "timer", action=lambda: acted.append("set"))
+    responder = FakeResponder(["never"])
+    reply, speaker, synthesizer = make(workers, responder, [], speculative=True, skill=skill)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: synthesizer.finished == ["Timer set for 10 minutes."])
+    assert acted == []  # a speculation changes nothing
+    reply.commit()
+    reply.commit()
+    await play_out(speaker, task)
+    assert acted == ["set"]
+    assert responder.histories == []
+    assert reply.text == "Timer set for 10 minutes."
+
+
+async def test_a_cancelled_speculative_skill_never_acts(workers: Workers) -> None:
+    acted: list[str] = []
+    skill = SkillReply("Added milk.", "list", action=lambda: acted.append("add"))
+    reply, _speaker, synthesizer = make(workers, FakeResponder(["x"]), [], speculative=True,
+                                        skill=skill)
+    task = asyncio.create_task(reply.run())
+    await until(lambda: synthesizer.finished == ["Added milk."])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert acted == []
