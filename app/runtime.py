@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from models.load import (
     ModelChoice,
@@ -19,6 +20,8 @@ from pipeline.asr import AsrOptions
 from pipeline.conversation import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.llm import LlmOptions
+from pipeline.skills import Skill
+from pipeline.skills.lists import ListStore, default_data_dir
 from pipeline.tts import TtsOptions
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,10 @@ class Settings:
     """Ask a small LM whether the user has finished (pipeline.turn_detector)."""
     share_cpu: bool = True
     """Models take turns on the CPU instead of running at once (pipeline.workers.CpuLock)."""
+    skills: bool = True
+    """Built-in skills answer timers, lists, arithmetic, units, time and spelling."""
+    data_dir: str | None = None
+    """Where the shopping list and notes persist (None: pipeline.skills.lists default)."""
 
 
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
@@ -68,8 +75,25 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     detector = (open_turn_detector(located["turn"].path, threads if settings.share_cpu else 1)
                 if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
+    skills, store = _skills(settings) if settings.skills else (None, None)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
                     tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
-                    share_cpu=settings.share_cpu)
+                    share_cpu=settings.share_cpu, skills=skills, store=store)
     return engine, located
+
+
+def _skills(settings: Settings) -> tuple[list[Skill], ListStore]:
+    """The stateless skills every conversation shares, and the list store (per-conversation
+    timers are added by the engine). The order matters: the first skill that answers wins."""
+    from pipeline.skills.clock import ClockSkill
+    from pipeline.skills.convert import ConvertSkill
+    from pipeline.skills.math import MathSkill
+    from pipeline.skills.offline import OfflineSkill
+    from pipeline.skills.spell import SpellSkill
+
+    folder = Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()
+    store = ListStore(folder / "apace.sqlite3")
+    convert = ConvertSkill()
+    convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
+    return [ClockSkill(), MathSkill(), convert, SpellSkill(), OfflineSkill()], store

@@ -14,8 +14,12 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+import numpy as np
+
+from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.clauses import ClauseOptions
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
@@ -23,6 +27,7 @@ from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, S
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
 from pipeline.reply import Emit, Models, Reply
+from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.timeline import ENDPOINT, SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline, now
@@ -51,6 +56,8 @@ class ConversationOptions:
     settled on (all but its last word), so that at silence onset only the rest is left."""
     integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
     """What the LLM reads of the history, the copy guard, the spoken-length budget."""
+    owner: str = "default"
+    """Whose shopping list and notes the skills read and change."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ class Turn:
     timeline: Timeline
     done_logprob: float | None = None
     """The turn detector's last verdict on the user's words (None: not asked)."""
+    skill: str | None = None
+    """The built-in skill that answered (None: the LLM did)."""
+    copies: int = 0
+    """Replies the copy guard threw away before this one (regenerated)."""
 
 
 def _ignore(_kind: str, _data: dict[str, Any]) -> None:
@@ -81,6 +92,8 @@ class Conversation:
         on_turn: Callable[[Turn], None] | None = None,
         stats: EngineStats | None = None,
         reply_cache: ReplyCache | None = None,
+        skills: Skills | None = None,
+        timers: Timers | None = None,
     ) -> None:
         self.models = models
         self.speaker = speaker
@@ -102,6 +115,8 @@ class Conversation:
         self._partial_at = 0.0
         self._group: asyncio.TaskGroup | None = None
         self._prefill: asyncio.Task[None] | None = None
+        self.skills = skills
+        self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
 
     @property
     def busy(self) -> bool:
@@ -113,9 +128,12 @@ class Conversation:
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                bell = group.create_task(self.bell.run()) if self.bell is not None else None
                 async for frame in frames:
                     self.push(frame)
                 self._cancel_reply(reason="input ended")
+                if bell is not None:
+                    bell.cancel()
         finally:
             self._group = None
             self._cancel_reply(reason="conversation closed")
@@ -159,7 +177,9 @@ class Conversation:
         reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
                       find_draft=self._draft, clause_options=self.options.clauses,
-                      integrity=self.options.integrity)
+                      integrity=self.options.integrity,
+                      answer_skill=self._answer_skill if self.skills is not None else None,
+                      on_action=self._acted)
         if speculative:
             for stats in self._speculation():
                 stats.started += 1
@@ -181,6 +201,23 @@ class Conversation:
             return
         if reply.transcript:
             self._finish(reply, interrupted=False)
+
+    def _answer_skill(self, transcript: str) -> SkillReply | None:
+        assert self.skills is not None
+        context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
+                               owner=self.options.owner)
+        return self.skills.answer(transcript, context)
+
+    def _acted(self, skill: SkillReply) -> None:
+        if skill.skill == "timer" and self.bell is not None:
+            self.bell.changed()
+
+    async def _say(self, text: str) -> Any:
+        """`text` in the reply voice, as one piece of audio (a timer's spoken line)."""
+        models = self.models
+        chunks = await models.tts_worker.run(
+            lambda: list(models.synthesizer.synthesize(text)), priority=Priority.CONFIRMED)
+        return np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
 
     def _cache_key(self, history: list[Message], transcript: str) -> str:
         responder = self.models.responder
@@ -313,14 +350,17 @@ class Conversation:
     def _finish(self, reply: Reply, *, interrupted: bool) -> None:
         heard = reply.played_text if interrupted else reply.text.strip()
         self._respeculated = None
-        if self.reply_cache is not None and not interrupted and reply.transcript:
+        if (self.reply_cache is not None and not interrupted and reply.transcript
+                and reply.skill is None):
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""),
                          Message("assistant", heard, interrupted=interrupted)]
         if self._group is not None:  # read the next prompt's start while the user is silent
             self._prefill = self._group.create_task(self._prefill_next(list(self.history)))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
-                    interrupted, reply.timeline, reply.done_logprob)
+                    interrupted, reply.timeline, reply.done_logprob,
+                    skill=reply.skill.skill if reply.skill is not None else None,
+                    copies=reply.copies)
         self.turns.append(turn)
         self.stats.turns += 1
         self.stats.llm_tokens += reply.tokens
@@ -328,7 +368,8 @@ class Conversation:
         self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
                            "reply": turn.reply, "heard": heard, "interrupted": interrupted,
                            "timeline_ms": reply.timeline.relative_ms(),
-                           "done_logprob": turn.done_logprob,
+                           "done_logprob": turn.done_logprob, "skill": turn.skill,
+                           "copies": turn.copies,
                            "speech_end_t": reply.timeline.stamps.get(SPEECH_END)})
         if self.on_turn is not None:
             self.on_turn(turn)

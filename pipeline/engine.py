@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +20,8 @@ from pipeline.conversation import Conversation, ConversationOptions, Turn
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
 from pipeline.reply import Emit, Models
+from pipeline.skills import Skill, Timers, default_skills
+from pipeline.skills.lists import ListStore
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats
 from pipeline.tts import Synthesizer
@@ -50,6 +52,8 @@ class Engine:
         detector: TurnDetector | None = None,
         close_detector: Callable[[], None] | None = None,
         share_cpu: bool = True,
+        skills: Sequence[Skill] | None = None,
+        store: ListStore | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -66,6 +70,10 @@ class Engine:
         self.detector = detector
         self.detector_worker = ModelWorker("turn", self.cpu) if detector is not None else None
         self._close_detector = close_detector
+        self.skills = skills
+        """Stateless skills shared by every conversation (None: no skills at all); each
+        conversation adds its own timers and the shared list store."""
+        self.store = store
 
     async def warm(self) -> None:
         """Exercise ASR and TTS once so that no user pays for first-call set-up."""
@@ -92,8 +100,12 @@ class Engine:
             await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector, self.detector_worker)
+            timers = Timers() if self.skills is not None else None
+            skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
+                      if timers is not None and self.skills is not None else None)
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
-                               stats=self.stats, reply_cache=self.reply_cache)
+                               stats=self.stats, reply_cache=self.reply_cache,
+                               skills=skills, timers=timers)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             llm_worker.close(opened.close if opened is not None else None, wait=0)
@@ -106,6 +118,8 @@ class Engine:
             self.synthesizer.clear()
 
     def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
         self.asr_worker.close()
         self.tts_worker.close()
         if self.detector_worker is not None:

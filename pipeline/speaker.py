@@ -22,31 +22,52 @@ OnPlayed = Callable[[int], None]
 class Speaker:
     def __init__(self) -> None:
         self._frames: deque[tuple[Pcm, int, OnPlayed | None]] = deque()
+        self._interjected = 0
+        """Frames at the front of the queue that were interjected (a timer ringing)."""
 
     def push(self, pcm: Pcm, on_played: OnPlayed | None = None) -> None:
         """Queue audio; a trailing part under 20 ms is padded with silence."""
-        for start in range(0, len(pcm), FRAME_SAMPLES):
-            frame = pcm[start : start + FRAME_SAMPLES]
-            real = len(frame)
-            if real < FRAME_SAMPLES:
-                frame = np.concatenate([frame, np.zeros(FRAME_SAMPLES - real, np.int16)])
-            self._frames.append((frame, real, on_played))
+        self._frames.extend(_frames(pcm, on_played))
+
+    def interject(self, pcm: Pcm) -> None:
+        """Play `pcm` next, ahead of queued reply audio (which resumes after it), behind
+        earlier interjections: a timer rings on time even while a reply is playing."""
+        frames = _frames(pcm, None)
+        self._frames.rotate(-self._interjected)
+        self._frames.extendleft(reversed(frames))
+        self._frames.rotate(self._interjected)
+        self._interjected += len(frames)
 
     def pop(self) -> Pcm | None:
         """The next frame to send, or None when there is nothing to say."""
         if not self._frames:
             return None
         frame, real, on_played = self._frames.popleft()
+        self._interjected = max(0, self._interjected - 1)
         if on_played is not None:
             on_played(real)
         return frame
 
     def clear(self) -> int:
-        """Drop all queued audio now; returns how many frames were dropped."""
-        dropped = len(self._frames)
-        self._frames.clear()
+        """Drop all queued reply audio now (interjections stay); returns how many frames
+        were dropped."""
+        dropped = len(self._frames) - self._interjected
+        for _ in range(dropped):
+            self._frames.pop()
         return dropped
 
     @property
     def queued_frames(self) -> int:
         return len(self._frames)
+
+
+def _frames(pcm: Pcm, on_played: OnPlayed | None) -> list[tuple[Pcm, int, OnPlayed | None]]:
+    """`pcm` as 20 ms frames; a trailing part under 20 ms is padded with silence."""
+    out = []
+    for start in range(0, len(pcm), FRAME_SAMPLES):
+        frame = pcm[start : start + FRAME_SAMPLES]
+        real = len(frame)
+        if real < FRAME_SAMPLES:
+            frame = np.concatenate([frame, np.zeros(FRAME_SAMPLES - real, np.int16)])
+        out.append((frame, real, on_played))
+    return out

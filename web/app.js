@@ -284,6 +284,8 @@ function onMessage(data) {
     case "turn": onTurn(msg); break;
     case "error": onServerError(msg); break;
     case "pong": onPong(session, msg); break;
+    case "timers": window.apaceTimers.update(msg.timers); break;
+    case "timer_fired": window.apaceTimers.fired(msg); break;
   }
 }
 
@@ -328,7 +330,7 @@ function onTurn(msg) {
   if (msg.interrupted && turn.assistant && !turn.interrupted) markInterrupted(turn.assistant);
   const metrics = document.createElement("div");
   metrics.className = "metrics";
-  metrics.textContent = formatMetrics(msg.timeline_ms || {});
+  metrics.textContent = formatMetrics(msg.timeline_ms || {}) + (msg.skill ? ` · skill: ${msg.skill}` : "");
   turn.el.appendChild(metrics);
   // After a barge-in the user is still talking; otherwise the floor is theirs again.
   setState(msg.interrupted ? "hearing you" : "listening");

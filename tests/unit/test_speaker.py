@@ -81,3 +81,25 @@ def test_clear_drops_everything_queued_without_running_its_callbacks() -> None:
     assert speaker.pop() is None
     assert played == [FRAME_SAMPLES]
     assert speaker.clear() == 0
+
+
+def test_an_interjection_plays_next_and_the_reply_resumes_after_it() -> None:
+    speaker = Speaker()
+    speaker.push(np.full(3 * FRAME_SAMPLES, 1, np.int16))
+    assert speaker.pop() is not None
+    speaker.interject(np.full(2 * FRAME_SAMPLES, 7, np.int16))
+    speaker.interject(np.full(FRAME_SAMPLES, 9, np.int16))  # behind the first interjection
+    popped = []
+    while (frame := speaker.pop()) is not None:
+        popped.append(int(frame[0]))
+    assert popped == [7, 7, 9, 1, 1]
+
+
+def test_clear_drops_the_reply_but_not_an_interjection() -> None:
+    speaker = Speaker()
+    speaker.push(np.full(3 * FRAME_SAMPLES, 1, np.int16))
+    speaker.interject(np.full(FRAME_SAMPLES, 7, np.int16))
+    assert speaker.clear() == 3
+    frame = speaker.pop()
+    assert frame is not None and int(frame[0]) == 7
+    assert speaker.pop() is None

@@ -1,0 +1,271 @@
+"""A shopping list, a to-do list and notes that survive restarts: SQLite store and skill.
+
+`ListStore` keeps items per (owner, list) in one stdlib sqlite3 file under the data dir.
+`ListSkill` answers "add eggs and butter to my shopping list", "what's on my shopping
+list", "take a note: …". Its reply is worded at match time from the store as it is then;
+the change is the reply's `action`, run only when the turn is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.words import join_words
+
+log = logging.getLogger(__name__)
+
+DB_NAME = "apace.sqlite3"
+
+
+def default_data_dir() -> Path:
+    """$APACE_DATA_DIR, else $XDG_DATA_HOME/apace, else ~/.local/share/apace."""
+    if explicit := os.environ.get("APACE_DATA_DIR"):
+        return Path(explicit).expanduser()
+    if xdg := os.environ.get("XDG_DATA_HOME"):
+        return Path(xdg).expanduser() / "apace"
+    return Path.home() / ".local" / "share" / "apace"
+
+
+def default_db_path() -> Path:
+    """Where the lists live unless told otherwise: `default_data_dir()` / "apace.sqlite3"."""
+    return default_data_dir() / DB_NAME
+
+
+class ListStoreError(RuntimeError):
+    """The list database cannot be opened or read; the message says which file and the fix."""
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        super().__init__(
+            f"cannot use the list database {path}: {cause}. If the file is damaged, move it "
+            f"aside (mv '{path}' '{path}.broken') and apace starts a new one; or set "
+            "APACE_DATA_DIR to another folder."
+        )
+        self.path = path
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS list_items (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner TEXT NOT NULL,
+    list TEXT NOT NULL,
+    item TEXT NOT NULL COLLATE NOCASE,
+    UNIQUE (owner, list, item)
+)
+"""
+
+
+class ListStore:
+    """Items per (owner, list name), in insertion order, no duplicates (case-insensitive).
+
+    One connection shared by threads under a lock: calls are tiny and rare, and the lock
+    keeps a commit from one thread out of another's transaction.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False)
+            with self._db:
+                self._db.execute(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise ListStoreError(path, exc) from exc
+
+    def add(self, owner: str, list_name: str, items: Sequence[str]) -> list[str]:
+        """Add `items` not already there; returns those added."""
+        added = []
+        with self._transaction() as db:
+            for item in items:
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO list_items (owner, list, item) VALUES (?, ?, ?)",
+                    (owner, list_name, item),
+                )
+                if cur.rowcount:
+                    added.append(item)
+        return added
+
+    def remove(self, owner: str, list_name: str, items: Sequence[str]) -> list[str]:
+        """Remove `items`; returns those that were there."""
+        removed = []
+        with self._transaction() as db:
+            for item in items:
+                cur = db.execute(
+                    "DELETE FROM list_items WHERE owner = ? AND list = ? AND item = ?",
+                    (owner, list_name, item),
+                )
+                if cur.rowcount:
+                    removed.append(item)
+        return removed
+
+    def items(self, owner: str, list_name: str) -> list[str]:
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT item FROM list_items WHERE owner = ? AND list = ? ORDER BY seq",
+                (owner, list_name),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def clear(self, owner: str, list_name: str) -> int:
+        """Empty the list; returns how many items it had."""
+        with self._transaction() as db:
+            cur = db.execute(
+                "DELETE FROM list_items WHERE owner = ? AND list = ?", (owner, list_name)
+            )
+        return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, in a transaction; sqlite errors become ours."""
+        with self._lock:
+            try:
+                with self._db:
+                    yield self._db
+            except sqlite3.Error as exc:
+                raise ListStoreError(self.path, exc) from exc
+
+
+_LISTS = {"shopping": "shopping", "grocery": "shopping", "groceries": "shopping",
+          "to do": "to-do", "todo": "to-do", "to-do": "to-do"}
+_LIST = r"(?:my|the|our) (?:(?P<list>shopping|grocery|groceries|to do|todo|to-do) )?list"
+_POLITE = re.compile(r"^(?:(?:hey|ok|okay|please|can you|could you|would you|will you|and|also)\b ?)+")
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("add", re.compile(
+        rf"^(?:add|put|write|stick|pop|include|jot)(?: down)? (?P<items>.+?) "
+        rf"(?:to|on|onto|in|into) {_LIST}(?: please)?$")),
+    ("add", re.compile(rf"^(?:add|put) (?:to|on) {_LIST} (?P<items>.+?)(?: please)?$")),
+    ("remove", re.compile(
+        rf"^(?:remove|delete|take|cross|strike|scratch|erase)(?: off)? (?P<items>.+?) "
+        rf"(?:off|from|out of|off of) {_LIST}(?: please)?$")),
+    ("clear", re.compile(rf"^(?:clear|empty|erase|wipe|reset|delete)(?: out)? {_LIST}$")),
+    ("clear", re.compile(
+        rf"^(?:delete|remove|clear|erase) (?:everything|all items|all the items) (?:from|on|off) {_LIST}$")),
+    ("read", re.compile(rf"^(?:is there |do i have )?anything (?:on|in) {_LIST}$")),
+    ("has", re.compile(rf"^(?:is|are|do i have|have i got|did i add|did i put) (?P<items>.+?) "
+                       rf"(?:on|in) {_LIST}(?: already)?$")),
+    ("read", re.compile(
+        rf"^(?:what's|whats|what is|what are|what do i have|what have i got|what else is|tell me what's|"
+        rf"read|read me|read out|show me|check|list|how many (?:items|things) are)\b.*\b(?:on|in)? ?"
+        rf"{_LIST}$")),
+    ("read", re.compile(rf"^(?:read (?:me |out )?)?{_LIST}$")),
+    ("note", re.compile(
+        r"^(?:take|make|write|jot)(?: down)? (?:a |me a )?note(?::| that| saying| of)?\s*(?P<note>.*)$")),
+    ("note", re.compile(r"^(?:note|note down|add a note|save a note)(?::| that)?\s+(?P<note>.+)$")),
+    ("read_notes", re.compile(
+        r"^(?:read|read me|read out|what are|what's in|show me|tell me|list|what)(?: me)?(?: all)?"
+        r"(?: of)? (?:my|the) notes$|^what notes do i have$|^do i have any notes$")),
+    ("clear_notes", re.compile(
+        r"^(?:delete|clear|erase|remove|wipe|forget)(?: all)?(?: of)? (?:my|the) notes$")),
+]
+_SPLIT = re.compile(r"\s*(?:,|\band\b|&)\s*")
+_ARTICLE = re.compile(r"^(?:some|a|an|the|more)\s+")
+NOTES = "notes"
+
+
+def split_items(text: str) -> list[str]:
+    """ "eggs and butter" → ["eggs", "butter"]; articles and empty pieces dropped."""
+    items = [_ARTICLE.sub("", piece.strip(" .")) for piece in _SPLIT.split(text)]
+    return list(dict.fromkeys(item for item in items if item))
+
+
+class ListSkill:
+    """Shopping and to-do lists and notes, per owner, backed by a `ListStore`."""
+
+    name = "list"
+
+    def __init__(self, store: ListStore) -> None:
+        self._store = store
+
+    def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        if "list" not in text and "note" not in text:
+            return None
+        text = _POLITE.sub("", text)
+        for intent, pattern in _PATTERNS:
+            if m := pattern.match(text):
+                return self._reply(intent, m, ctx.owner)
+        return None
+
+    def _reply(self, intent: str, m: re.Match[str], owner: str) -> SkillReply | None:
+        if intent in ("note", "read_notes", "clear_notes"):
+            return _notes(self._store, intent, m, owner)
+        name = _LISTS.get(m["list"] or "shopping", "shopping")
+        return _list_reply(self._store, intent, m, owner, name)
+
+
+def _say(text: str, action: Callable[[], None] | None = None) -> SkillReply:
+    return SkillReply(text=text, skill="list", action=action)
+
+
+def _list_reply(
+    store: ListStore, intent: str, m: re.Match[str], owner: str, name: str
+) -> SkillReply | None:
+    where = f"your {name} list"
+    current = store.items(owner, name)
+    present = {item.lower() for item in current}
+    if intent == "read":
+        if not current:
+            return _say(f"Your {name} list is empty.")
+        count = "1 item" if len(current) == 1 else f"{len(current)} items"
+        return _say(f"Your {name} list has {count}: {join_words(current)}.")
+    if intent == "clear":
+        if not current:
+            return _say(f"Your {name} list is already empty.")
+        return _say(f"Cleared {where}.", lambda: _ignore(store.clear(owner, name)))
+    items = split_items(m["items"])
+    if not items:
+        return None
+    there = [i for i in items if i.lower() in present]
+    missing = [i for i in items if i.lower() not in present]
+    if intent == "has":
+        if not missing:
+            return _say(f"Yes, {join_words(there)} {_is(there)} on {where}.")
+        return _say(f"No, {join_words(missing)} {_is(missing)} not on {where}.")
+    if intent == "add":
+        text = f"Added {join_words(missing)} to {where}." if missing else ""
+        if there:
+            text += f" {join_words(there).capitalize()} {_is(there)} already on it."
+        return _say(text.strip(), (lambda: _ignore(store.add(owner, name, missing))) if missing else None)
+    if not there:
+        return _say(f"{join_words(missing).capitalize()} {_is(missing)} not on {where}.")
+    text = f"Removed {join_words(there)} from {where}."
+    return _say(text, lambda: _ignore(store.remove(owner, name, there)))
+
+
+def _is(items: list[str]) -> str:
+    return "is" if len(items) == 1 else "are"
+
+
+def _ignore(_: object) -> None:
+    """An action returns None; the store's return value is for tests and logs."""
+
+
+def _notes(store: ListStore, intent: str, m: re.Match[str], owner: str) -> SkillReply | None:
+    notes = store.items(owner, NOTES)
+    if intent == "note":
+        note = (m["note"] or "").strip(" :")
+        if not note:
+            return _say("What should the note say? You can say, for example, take a note: call the plumber.")
+        if note.lower() in {n.lower() for n in notes}:
+            return _say(f"You already have that note: {note}.")
+        return _say(f"Noted: {note}.", lambda: _ignore(store.add(owner, NOTES, [note])))
+    if not notes:
+        return _say("You have no notes.")
+    if intent == "clear_notes":
+        count = "your note" if len(notes) == 1 else f"your {len(notes)} notes"
+        return _say(f"Deleted {count}.", lambda: _ignore(store.clear(owner, NOTES)))
+    if len(notes) == 1:
+        return _say(f"You have one note: {notes[0]}.")
+    spoken = " ".join(f"Note {i}: {note}." for i, note in enumerate(notes, 1))
+    return _say(f"You have {len(notes)} notes. {spoken}")

@@ -1,0 +1,78 @@
+"""The skills router: the first skill that recognises a transcript answers it.
+
+Order matters — stateful skills (timers, lists) first, then the stateless ones the caller
+adds — and is fixed by `default_skills`. A skill that raises is logged and skipped: a bug in
+one pattern must never fail a turn, the LLM answers instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from pipeline.skills.base import Skill, SkillContext, SkillReply, normalise
+from pipeline.skills.lists import ListSkill, ListStore
+from pipeline.skills.timers import Timers, TimerSkill
+
+log = logging.getLogger(__name__)
+
+
+class Skills:
+    """Asks each skill in order; the first reply wins. Matching is plain regex work
+    (well under a millisecond), so it may run on the event loop."""
+
+    def __init__(self, skills: Sequence[Skill]) -> None:
+        self._skills = tuple(skills)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(skill.name for skill in self._skills)
+
+    def answer(self, transcript: str, ctx: SkillContext) -> SkillReply | None:
+        """The reply of the first skill that recognises `transcript`, or None (ask the LLM).
+
+        The reply's action is wrapped to run at most once and to log, not raise, a failure:
+        it runs at commit, when the words have been spoken and nothing can be taken back.
+        """
+        text = normalise(transcript)
+        if not text:
+            return None
+        for skill in self._skills:
+            try:
+                reply = skill.answer(text, ctx)
+            except Exception:
+                log.exception("skill %s failed on %r; skipped", skill.name, text)
+                continue
+            if reply is not None:
+                if reply.action is None:
+                    return reply
+                return replace(reply, action=_once(reply.action, skill.name))
+        return None
+
+
+def _once(action: Callable[[], None], skill: str) -> Callable[[], None]:
+    done = False
+
+    def run() -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        try:
+            action()
+        except Exception:
+            log.exception("skill %s action failed", skill)
+
+    return run
+
+
+def default_skills(
+    *, timers: Timers, store: ListStore | None, extra: Sequence[Skill] = ()
+) -> Skills:
+    """The standard order: timers, lists (when a store is open), then `extra`."""
+    skills: list[Skill] = [TimerSkill(timers)]
+    if store is not None:
+        skills.append(ListSkill(store))
+    skills.extend(extra)
+    return Skills(skills)

@@ -1,0 +1,335 @@
+"""Timers, alarms and reminders that really ring: a pure store and the skill that fills it.
+
+`Timers` holds what is running, on the monotonic clock the pipeline uses, and does no I/O:
+whoever rings them (the session) sleeps until `next_due()`, then speaks `ring_text` for
+each of `pop_due(now)`. `TimerSkill` answers the spoken requests; the change it implies
+(add, cancel) is its reply's `action`, run only when the turn is committed, while the words
+are computed at match time from the store as it is then.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.timer_phrases import (
+    GATE,
+    AskWhen,
+    Cancel,
+    Intent,
+    Kind,
+    ListTimers,
+    Remaining,
+    SetTimer,
+    Target,
+    parse,
+    point_of_view,
+)
+from pipeline.skills.when import fix_meridiem, next_occurrence, say_clock, say_day
+from pipeline.skills.words import article_for, join_words, say_duration, say_remaining, to_digits
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timer:
+    """One running timer, alarm or reminder."""
+
+    id: int
+    kind: Kind
+    name: str | None
+    """What the user called it ("pasta"), or None."""
+    label: str
+    """What it is called when it rings: "pasta timer", "10 minute timer", "call your mom"."""
+    due: float
+    """When it rings, on the monotonic clock (`pipeline.timeline.now()`)."""
+    wall: datetime
+    """When it rings, as local wall-clock time (for "your alarm for 7 AM")."""
+    duration_s: float
+
+
+class Timers:
+    """What is running. Thread-safe so a skill may read it from a worker thread.
+
+    `on_change` is called (in the caller's thread) after every add and cancel, so the
+    ringer can re-arm its sleep on the new `next_due()`.
+    """
+
+    def __init__(self, *, on_change: Callable[[], None] | None = None) -> None:
+        self._timers: dict[int, Timer] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._on_change = on_change
+
+    def add(
+        self,
+        kind: Kind,
+        due: float,
+        label: str,
+        name: str | None,
+        wall: datetime,
+        *,
+        duration_s: float = 0.0,
+    ) -> Timer:
+        with self._lock:
+            timer = Timer(
+                id=next(self._ids), kind=kind, name=name, label=label, due=due, wall=wall,
+                duration_s=duration_s,
+            )
+            self._timers[timer.id] = timer
+        self._changed()
+        return timer
+
+    def cancel(self, name: str | None, *, kind: Kind | None = None) -> list[Timer]:
+        """Remove the timers called `name` (all when None), of `kind` when given."""
+        with self._lock:
+            gone = [
+                t for t in self._timers.values()
+                if (name is None or t.name == name) and (kind is None or t.kind == kind)
+            ]
+            for timer in gone:
+                del self._timers[timer.id]
+        if gone:
+            self._changed()
+        return sorted(gone, key=_order)
+
+    def discard(self, ids: list[int]) -> list[Timer]:
+        """Remove exactly these timers (those still running); what a cancel reply chose."""
+        with self._lock:
+            gone = [self._timers.pop(i) for i in ids if i in self._timers]
+        if gone:
+            self._changed()
+        return gone
+
+    def active(self) -> list[Timer]:
+        """Everything running, soonest first."""
+        with self._lock:
+            return sorted(self._timers.values(), key=_order)
+
+    def next_due(self) -> float | None:
+        with self._lock:
+            return min((t.due for t in self._timers.values()), default=None)
+
+    def pop_due(self, now: float) -> list[Timer]:
+        """Remove and return the timers due at `now`, in the order they fell due."""
+        with self._lock:
+            due = sorted((t for t in self._timers.values() if t.due <= now), key=_order)
+            for timer in due:
+                del self._timers[timer.id]
+        return due
+
+    @staticmethod
+    def remaining(timer: Timer, now: float) -> float:
+        return max(0.0, timer.due - now)
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+
+def _order(timer: Timer) -> tuple[float, int]:
+    return timer.due, timer.id
+
+
+def ring_text(timer: Timer) -> str:
+    """What to say when `timer` is due."""
+    if timer.kind == "alarm":
+        return f"It's {say_clock(timer.wall)}: your alarm."
+    if timer.kind == "reminder":
+        return f"Reminder: {timer.label}." if timer.label else "This is your reminder."
+    return f"Your {timer.label} is done."
+
+
+def _timer_label(name: str | None, seconds: float) -> str:
+    """ "pasta timer", "10 minute timer", "timer for a minute and a half"."""
+    if name:
+        return f"{name} timer"
+    spoken = say_duration(seconds)
+    count, _, unit = spoken.partition(" ")
+    if count.isdigit() and unit.rstrip("s") in ("second", "minute", "hour"):
+        return f"{count} {unit.rstrip('s')} timer"
+    return f"timer for {spoken}"
+
+
+def _describe(timer: Timer, now: float) -> str:
+    """One running timer in a list: "the pasta timer with 3 minutes left"."""
+    if timer.kind == "alarm":
+        return f"an alarm for {say_clock(timer.wall)}"
+    left = say_remaining(Timers.remaining(timer, now))
+    if timer.kind == "reminder":
+        return f"a reminder in {left}" + (f" to {timer.label}" if timer.label else "")
+    return f"the {timer.label} with {left} left"
+
+
+_ASK_WHEN = {
+    "timer": "For how long? You can say, for example, set a timer for 10 minutes.",
+    "alarm": "For what time? You can say, for example, set an alarm for 7 AM.",
+    "reminder": "When should I remind you? You can say, for example, remind me in 10 minutes.",
+}
+_NOUNS = {None: "timers", "timer": "timers", "alarm": "alarms", "reminder": "reminders"}
+_NONE_RUNNING = {
+    None: "No timers are running.",
+    "timer": "No timers are running.",
+    "alarm": "You have no alarms set.",
+    "reminder": "You have no reminders set.",
+}
+
+
+class TimerSkill:
+    """Sets, reports and cancels timers, alarms and reminders in a `Timers` store."""
+
+    name = "timer"
+
+    def __init__(self, timers: Timers) -> None:
+        self._timers = timers
+
+    def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        if not GATE.search(text):
+            return None
+        intent = parse(fix_meridiem(to_digits(text)))
+        return None if intent is None else self._reply(intent, ctx)
+
+    def _reply(self, intent: Intent, ctx: SkillContext) -> SkillReply | None:
+        if isinstance(intent, SetTimer):
+            return self._set(intent, ctx)
+        if isinstance(intent, ListTimers):
+            return self._say(self._list(intent.kind, ctx))
+        if isinstance(intent, Remaining):
+            return self._say(self._remaining(intent.target, ctx))
+        if isinstance(intent, Cancel):
+            return self._cancel(intent.target, ctx)
+        if isinstance(intent, AskWhen):
+            return self._say(_ASK_WHEN[intent.kind])
+        return None
+
+    def _say(self, text: str, action: Callable[[], None] | None = None) -> SkillReply:
+        return SkillReply(text=text, skill=self.name, action=action)
+
+    def _set(self, req: SetTimer, ctx: SkillContext) -> SkillReply:
+        if req.clock is not None:
+            wall = next_occurrence(req.clock, ctx.now, prefer_morning=req.prefer_morning)
+            seconds = wall.timestamp() - ctx.now.timestamp()
+        else:
+            seconds = req.seconds or 0.0
+            wall = ctx.now + timedelta(seconds=seconds)
+        due = ctx.monotonic + seconds
+        if req.kind == "alarm":
+            label, text = "alarm", f"Alarm set for {say_clock(wall)}{say_day(wall, ctx.now)}."
+            if req.clock is None:
+                text = f"Alarm set for {say_clock(wall)}, {say_duration(seconds)} from now."
+        elif req.kind == "reminder":
+            label = req.task
+            when = (f"in {say_duration(seconds)}" if req.clock is None
+                    else f"at {say_clock(wall)}{say_day(wall, ctx.now)}")
+            what = f" {req.connector} {req.task}" if req.task else ""
+            text = f"OK, {when} I'll remind you{what}."
+        else:
+            label = _timer_label(req.name, seconds)
+            text = _timer_set_text(req.name, seconds)
+        kind, name, timers = req.kind, req.name, self._timers
+
+        def start() -> None:
+            timers.add(kind, due, label, name, wall, duration_s=seconds)
+
+        return self._say(text, start)
+
+    def _list(self, kind: Kind | None, ctx: SkillContext) -> str:
+        running = [t for t in self._timers.active() if kind is None or t.kind == kind]
+        if not running:
+            return _NONE_RUNNING[kind]
+        things = [_describe(t, ctx.monotonic) for t in running]
+        if len(things) == 1:
+            return f"You have {things[0]}."
+        noun = _NOUNS[kind] if kind is not None else "things running"
+        return f"You have {len(things)} {noun}: {join_words(things)}."
+
+    def _remaining(self, target: Target, ctx: SkillContext) -> str:
+        running = _matching(self._timers.active(), target)
+        if target.kind is None and target.name is None:
+            # "how much time is left" asks about timers first, alarms only when no timer runs.
+            running = [t for t in running if t.kind == "timer"] or running
+        if not running:
+            return _nothing_matches(target, self._timers.active())
+        lines = [_left_on(t, ctx) for t in running]
+        return " ".join(lines)
+
+    def _cancel(self, target: Target, ctx: SkillContext) -> SkillReply:
+        everything = self._timers.active()
+        chosen = _matching(everything, target)
+        if not chosen:
+            return self._say(_nothing_matches(target, everything))
+        if len(chosen) > 1 and not target.every and target.name is None:
+            names = join_words([f"the {t.label}" if t.kind == "timer" else _describe(t, ctx.monotonic)
+                                for t in chosen])
+            return self._say(
+                f"You have {len(chosen)} {_NOUNS[target.kind]}: {names}. Which one should I cancel? "
+                f"Or say cancel all {_NOUNS[target.kind]}."
+            )
+        ids, timers = [t.id for t in chosen], self._timers
+        if len(chosen) == 1:
+            text = _cancelled_text(chosen[0])
+        else:
+            what = f"{target.name} {_NOUNS[target.kind]}" if target.name else _NOUNS[target.kind]
+            text = f"Cancelled {len(chosen)} {what}."
+
+        def stop() -> None:
+            timers.discard(ids)
+
+        return self._say(text, stop)
+
+
+def _timer_set_text(name: str | None, seconds: float) -> str:
+    if name:
+        return f"{name[0].upper()}{name[1:]} timer set for {say_duration(seconds)}."
+    label = _timer_label(None, seconds)
+    if label.startswith("timer for"):
+        return f"OK, a {label}, starting now."
+    return f"OK, {article_for(float(label.split()[0]))} {label}, starting now."
+
+
+def _matching(timers: list[Timer], target: Target) -> list[Timer]:
+    """The running timers `target` means: by kind, then by name or by duration."""
+    found = [t for t in timers if target.kind is None or t.kind == target.kind]
+    if target.name is not None:
+        names = {target.name, point_of_view(target.name)}
+        found = [t for t in found if t.name in names or t.label in names
+                 or any(n in t.label for n in names)]
+    elif target.seconds is not None:
+        # "the 10 minute timer" is the unnamed one if there is one, else any that long.
+        found = [t for t in found if abs(t.duration_s - target.seconds) < 1.0]
+        found = [t for t in found if t.name is None] or found
+    return found
+
+
+def _nothing_matches(target: Target, running: list[Timer]) -> str:
+    kind = target.kind or "timer"
+    if target.name is not None and running:
+        return f"There's no {target.name} {kind} running."
+    if target.seconds is not None and running:
+        return f"There's no {_timer_label(None, target.seconds)} running."
+    return _NONE_RUNNING[target.kind]
+
+
+def _left_on(timer: Timer, ctx: SkillContext) -> str:
+    """ "About 3 minutes and 20 seconds left on the pasta timer." (no "about" under a minute)"""
+    left = Timers.remaining(timer, ctx.monotonic)
+    about = "About " if left >= 60 else ""
+    spoken = say_remaining(left)
+    if timer.kind == "alarm":
+        return f"Your alarm for {say_clock(timer.wall)} goes off in {about.lower()}{spoken}."
+    if timer.kind == "reminder":
+        what = f" to {timer.label}" if timer.label else ""
+        return f"Your reminder{what} is in {about.lower()}{spoken}."
+    text = f"{about}{spoken} left on the {timer.label}."
+    return text[0].upper() + text[1:]
+
+
+def _cancelled_text(timer: Timer) -> str:
+    if timer.kind == "alarm":
+        return f"Your alarm for {say_clock(timer.wall)} is cancelled."
+    if timer.kind == "reminder":
+        return "Reminder cancelled." if not timer.label else f"Cancelled the reminder to {timer.label}."
+    text = f"{timer.label} cancelled."
+    return text[0].upper() + text[1:]

@@ -1,0 +1,113 @@
+"""Conversation with skills: a skill answers without the LLM, its reply enters the history,
+and a timer rings on time — idle or over a playing reply — without becoming a turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from pipeline.chime import chime
+from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.events import FRAME_SAMPLES
+from pipeline.llm import Message
+from pipeline.skills import Timers, default_skills
+from pipeline.speaker import Speaker
+from tests.fakes import (
+    TEST_VAD,
+    FakeResponder,
+    FakeSynthesizer,
+    FakeTranscriber,
+    Mic,
+    Workers,
+    until,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+
+def with_skills(workers: Workers, transcripts: list[str], reply: list[str]
+                ) -> tuple[Conversation, FakeResponder, list[tuple[str, dict[str, object]]]]:
+    events: list[tuple[str, dict[str, object]]] = []
+    responder = FakeResponder(reply)
+    models = workers.models(FakeTranscriber(*transcripts), responder, FakeSynthesizer())
+    timers = Timers()
+    conv = Conversation(models, Speaker(), ConversationOptions(vad=TEST_VAD, endpoint=None,
+                                                               partial_interval_s=None),
+                        emit=lambda kind, data: events.append((kind, data)),
+                        skills=default_skills(timers=timers, store=None), timers=timers)
+    return conv, responder, events
+
+
+def drain(speaker: Speaker) -> list[np.ndarray]:
+    frames = []
+    while (frame := speaker.pop()) is not None:
+        frames.append(frame)
+    return frames
+
+
+def chime_frames(frames: list[np.ndarray]) -> int:
+    head = chime()[:FRAME_SAMPLES]
+    return next((i for i, f in enumerate(frames) if np.array_equal(f, head)), -1)
+
+
+async def test_a_skill_answers_without_the_llm_and_enters_the_history(workers: Workers) -> None:
+    conv, responder, events = with_skills(workers, ["Set a timer for 10 minutes."], ["unused"])
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    (turn,) = conv.turns
+    assert turn.skill == "timer"
+    assert responder.histories == []  # the LLM was never asked
+    assert conv.history[0] == Message("user", "Set a timer for 10 minutes.")
+    assert conv.history[1].content == turn.reply and "10 minute" in turn.reply
+    assert conv.bell is not None and len(conv.bell.timers.active()) == 1
+    shown = [data for kind, data in events if kind == "timers"]
+    assert shown and len(shown[-1]["timers"]) == 1  # type: ignore[arg-type]
+
+
+async def test_a_timer_rings_on_time_in_an_idle_session(workers: Workers) -> None:
+    conv, _, events = with_skills(workers, ["Set a timer for 1 second."], ["unused"])
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+        drain(conv.speaker)
+        await until(lambda: any(k == "timer_fired" for k, _ in events), timeout=3.0)
+        assert conv.bell is not None and conv.bell.late_ms[0] < 250
+        chime_len = -(-len(chime()) // FRAME_SAMPLES)
+        await until(lambda: conv.speaker.queued_frames > chime_len + 5, what="the spoken line")
+        frames = drain(conv.speaker)
+        assert chime_frames(frames) == 0  # the chime first, then the spoken line
+        assert len(frames) * FRAME_SAMPLES > len(chime())
+    assert len(conv.turns) == 1  # ringing is not a turn
+    fired = next(d for k, d in events if k == "timer_fired")
+    assert "done" in str(fired["text"]).lower()
+
+
+async def test_a_timer_rings_ahead_of_a_reply_that_is_playing(workers: Workers) -> None:
+    long_reply = ["Well, ", "this is a long answer that goes on and on for a while. "]
+    conv, _, events = with_skills(workers, ["Set a timer for 1 second.", "Tell me a story."],
+                                  long_reply)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+        drain(conv.speaker)
+        await mic.say()  # the LLM's reply is queued and not yet played
+        await until(lambda: conv.speaker.queued_frames > 0)
+        await until(lambda: any(k == "timer_fired" for k, _ in events), timeout=3.0)
+        assert conv.bell is not None and conv.bell.late_ms[0] < 250
+        frame = conv.speaker.pop()
+        assert frame is not None and np.array_equal(frame, chime()[:FRAME_SAMPLES])
+        await mic.play_until(lambda: len(conv.turns) == 2)
+    assert not conv.turns[1].interrupted  # the chime did not barge in on the reply
+    assert conv.barge_ins == 0
+
+
+async def test_the_bell_stops_with_the_conversation(workers: Workers) -> None:
+    conv, _, _ = with_skills(workers, ["Set a timer for 10 minutes."], ["unused"])
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert mic.task is None
+    assert not [t for t in asyncio.all_tasks() if "Bell.run" in repr(t.get_coro())]

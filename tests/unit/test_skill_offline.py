@@ -1,0 +1,108 @@
+"""OfflineSkill: live-data and connected-device requests get one honest sentence."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from pipeline.skills.base import SkillContext, normalise
+from pipeline.skills.offline import OfflineSkill
+
+CTX = SkillContext(now=datetime(2026, 12, 1, 15, 45, tzinfo=UTC), monotonic=0.0)
+SKILL = OfflineSkill()
+
+
+def ask(transcript: str) -> str | None:
+    reply = SKILL.answer(normalise(transcript), CTX)
+    if reply is not None:
+        assert reply.skill == "offline" and reply.refusal and reply.action is None
+    return None if reply is None else reply.text
+
+
+WEATHER = "I can't check the weather: I work offline, with no internet."
+NEWS = "I can't get the news: I work offline, with no internet."
+CALENDAR = "I can't see your calendar: I work offline, on this box only."
+MUSIC = "I can't play music: I work offline, with no music service."
+SPORTS = "I can't check sports scores: I work offline, with no internet."
+PRICES = "I can't check live prices: I work offline, with no internet."
+TRAFFIC = "I can't check traffic or directions: I work offline, with no internet."
+HOURS = "I can't look up opening hours: I work offline, with no internet."
+MESSAGES = "I can't send messages or make calls: I work offline, on this box only."
+DEVICES = "I can't control devices in your home: I'm not connected to them."
+
+
+@pytest.mark.parametrize(("transcript", "spoken"), [
+    ("What's the weather like today?", WEATHER),
+    ("what's the forecast for tomorrow", WEATHER),
+    ("Will it rain tomorrow?", WEATHER),
+    ("what's the temperature outside", WEATHER),
+    ("what is the weather in Paris", WEATHER),
+    ("do I need an umbrella", WEATHER),
+    ("is it raining", WEATHER),
+    ("What's the news?", NEWS),
+    ("read me the headlines", NEWS),
+    ("any news about the election", NEWS),
+    ("what's on my calendar today", CALENDAR),
+    ("do I have any meetings tomorrow", CALENDAR),
+    ("when is my next appointment", CALENDAR),
+    ("schedule a meeting with Sam at 3", CALENDAR),
+    ("Play some music by the Beatles.", MUSIC),
+    ("play yesterday by the beatles", MUSIC),
+    ("what's the score of the Lakers game", SPORTS),
+    ("who won the game last night", SPORTS),
+    ("did the yankees win last night", SPORTS),
+    ("what's the Apple stock price", PRICES),
+    ("how is the stock market doing today", PRICES),
+    ("convert fifty dollars to euros", PRICES),
+    ("what's the price of bitcoin", PRICES),
+    ("how's the traffic on the way to work", TRAFFIC),
+    ("directions to the airport", TRAFFIC),
+    ("What time does the pharmacy close tonight?", HOURS),
+    ("is the supermarket open on sunday", HOURS),
+    ("when does the library open", HOURS),
+    ("send a message to mom", MESSAGES),
+    ("call John", MESSAGES),
+    ("text my wife that I'm running late", MESSAGES),
+    ("read my emails", MESSAGES),
+    ("Turn off the lights in the kitchen.", DEVICES),
+    ("turn the heating up", DEVICES),
+    ("set the thermostat to 70", DEVICES),
+    ("dim the lights", DEVICES),
+    ("lock the front door", DEVICES),
+])
+def test_online_only_requests_get_one_honest_sentence(transcript: str, spoken: str) -> None:
+    assert ask(transcript) == spoken
+
+
+def test_every_refusal_is_one_short_sentence_without_symbols() -> None:
+    for spoken in (WEATHER, NEWS, CALENDAR, MUSIC, SPORTS, PRICES, TRAFFIC, HOURS, MESSAGES, DEVICES):
+        assert spoken.count(".") == 1 and spoken.endswith(".")
+        assert len(spoken.split()) <= 14
+        assert not set(spoken) & set("%°/*#")
+
+
+@pytest.mark.parametrize("transcript", [
+    "what is weather", "why is the sky blue", "who wrote the news of the world",
+    "what does under the weather mean", "I'm feeling under the weather", "what is a stock",
+    "how does the stock market work", "who won the world cup in 1966", "call me Al",
+    "how do I turn off the lights", "play a game with me", "let's play twenty questions",
+    "what's room temperature in celsius", "how many pounds in a kilogram",
+    "how long does it take to boil an egg", "is the door open", "what is the meaning of life",
+    "tell me a joke", "what time is it", "turn off the timer", "what is news",
+    "who invented the traffic light", "explain how calendars work",
+])
+def test_questions_about_those_topics_are_left_to_the_llm(transcript: str) -> None:
+    assert ask(transcript) is None
+
+
+def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
+    phrasings = ["what's the weather like today", "why is the sky blue",
+                 "turn off the lights in the kitchen", "tell me a joke",
+                 "what time does the pharmacy close tonight"]
+    ask(phrasings[0])
+    started = time.perf_counter()
+    for i in range(200):
+        ask(phrasings[i % len(phrasings)])
+    assert time.perf_counter() - started < 1.0
