@@ -205,7 +205,7 @@ class Conversation:
     def _answer_skill(self, transcript: str) -> SkillReply | None:
         assert self.skills is not None
         context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
-                               owner=self.options.owner)
+                               owner=self.options.owner, transcript=transcript)
         return self.skills.answer(transcript, context)
 
     def _acted(self, skill: SkillReply) -> None:

@@ -38,6 +38,8 @@ class SkillContext:
     """`pipeline.timeline.now()` at the same instant: timers are due on this clock."""
     owner: str = "default"
     """Whose lists and notes (one per user/session owner)."""
+    transcript: str = ""
+    """The words as transcribed, before `normalise` (a list skill reads its commas)."""
 
 
 class Skill(Protocol):
@@ -49,12 +51,18 @@ class Skill(Protocol):
 
 
 _PUNCT = re.compile(r"[^\w\s'%°.\-/:+*]")
+_LIST_COMMA = re.compile(r"(?<=[a-z]),(?=\s)")
 
 
-def normalise(transcript: str) -> str:
+def normalise(transcript: str, *, commas: bool = False) -> str:
     """Lower case, curly quotes straightened, punctuation but the meaningful (' % ° . - /
-    : + *) dropped, spaces collapsed, a trailing full stop or question mark removed."""
+    : + *) dropped, spaces collapsed, a trailing full stop or question mark removed.
+    `commas`: keep a comma that ends a word ("apples, pears and milk": three items)."""
     text = transcript.replace("\u2019", "'").replace("\u2018", "'").lower()
+    if commas:
+        text = _LIST_COMMA.sub(" qqcommaqq", text)
     text = _PUNCT.sub(" ", text)
+    if commas:
+        text = text.replace(" qqcommaqq", ",")
     text = " ".join(text.split())
     return text.rstrip(".?! ").strip()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.base import SkillContext, SkillReply, normalise
 from pipeline.skills.words import join_words
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,8 @@ class ListSkill:
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         if "list" not in text and "note" not in text:
             return None
+        if ctx.transcript:  # Whisper's commas separate items: "apples, pears and milk"
+            text = normalise(ctx.transcript, commas=True)
         text = _POLITE.sub("", text)
         for intent, pattern in _PATTERNS:
             if m := pattern.match(text):

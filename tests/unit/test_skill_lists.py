@@ -164,3 +164,15 @@ def test_default_data_dir_prefers_apace_then_xdg_then_home(
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_data_dir() == tmp_path / "home" / ".local" / "share" / "apace"
+
+
+def test_items_whisper_separated_with_commas_are_separate_items(tmp_path: Path) -> None:
+    store = ListStore(tmp_path / "db.sqlite3")
+    skill = ListSkill(store)
+    transcript = "Add apples, pears and bananas to my shopping list."
+    ctx = SkillContext(now=datetime(2026, 12, 1, 9, tzinfo=ZoneInfo("UTC")), monotonic=0.0,
+                       transcript=transcript)
+    reply = skill.answer(normalise(transcript), ctx)
+    assert reply is not None and reply.action is not None
+    reply.action()
+    assert store.items("default", "shopping") == ["apples", "pears", "bananas"]
