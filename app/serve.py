@@ -50,7 +50,7 @@ def self_signed(folder: Path, host: str) -> tuple[Path, Path]:
         except ValueError:
             names.append(x509.DNSName(address))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "apace")])
-    today = datetime.datetime.now(datetime.timezone.utc)
+    today = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject).issuer_name(subject).public_key(key.public_key())

@@ -76,6 +76,7 @@ class Sessions:
         record = {"session": session.id, "turn": turn.index,
                   "transcript": turn.transcript, "reply": turn.reply, "heard": turn.heard,
                   "interrupted": turn.interrupted, "timeline_ms": timeline_ms,
+                  "skill": turn.skill, "quality": turn.quality,
                   "waterfall": waterfall(timeline_ms)}
         self.turns.append(record)
         while len(self.turns) > self.options.recent_turns:

@@ -1,8 +1,10 @@
 """Where each model comes from, checked before anything loads it.
 
 Order: an explicit path (CLI flag) → an environment variable → the config file → the
-embedded default package. Every failure is a `ModelError` whose message names the problem
-and the fix; nothing here imports a model library.
+embedded default package. Each of the first three may also name a tier of the catalog
+(`qwen2.5-coder-0.5b`), which resolves to the file `apace models pull` stored. Every failure
+is a `ModelError` whose message names the problem and the fix; nothing here imports a model
+library.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import tomllib
+from models.catalog import TIERS, Tier, store_dir
 
 Kind = Literal["asr", "llm", "tts", "turn"]
 
@@ -95,13 +98,53 @@ def locate(kind: Kind, explicit: str | Path | None = None) -> Located:
     """The model of `kind` to use, validated. Raises ModelError with the fix."""
     spec = SPECS[kind]
     if explicit:
-        return _check(spec, Path(explicit).expanduser(), f"flag {spec.flag}")
+        return _resolve(spec, str(explicit), f"flag {spec.flag}")
     if env := os.environ.get(spec.env):
-        return _check(spec, Path(env).expanduser(), f"env {spec.env}")
+        return _resolve(spec, env, f"env {spec.env}")
     models = read_config().get("models", {})
     if isinstance(models, dict) and (configured := models.get(kind)):
-        return _check(spec, Path(str(configured)).expanduser(), f"config {config_path()}")
+        return _resolve(spec, str(configured), f"config {config_path()}")
     return _check(spec, _embedded(spec), f"embedded {spec.package}")
+
+
+def tier_path(tier: Tier) -> Path:
+    """Where a tier is on this box; a ModelError says how to get it when it is not."""
+    if tier.embedded:
+        return _embedded(SPECS[tier.kind])
+    path = tier.path(store_dir())
+    if not all(_has_size(tier.folder(store_dir()) / f.name, f.size) for f in tier.files):
+        raise ModelError(
+            f"the {tier.kind} tier {tier.name} is not pulled (no {path}). "
+            f"Fix: run `apace models pull {tier.name}`."
+        )
+    return path
+
+
+def _has_size(path: Path, size: int) -> bool:
+    # Only a verified file is renamed into the store; the size catches a hand-copied wrong one.
+    return path.is_file() and path.stat().st_size == size
+
+
+def _resolve(spec: Spec, value: str, source: str) -> Located:
+    """A path, or a tier name when no such path exists (a real file of that name wins)."""
+    path = Path(value).expanduser()
+    tier = TIERS.get(value)
+    if tier is None or path.exists():
+        return _check(spec, path, source)
+    if source.startswith("flag"):
+        source = "flag"  # --llm NAME or --llm-model NAME: both reach here as the same value
+    wanted = "asr" if spec.kind == "asr" else "llm"
+    if tier.kind != wanted:
+        raise ModelError(
+            f"{tier.name} (from {source}) is an {tier.kind} tier, not a {spec.title} model. "
+            f"Fix: name a {wanted} tier ({', '.join(n for n, t in TIERS.items() if t.kind == wanted)})"
+            f" or give a path with {spec.flag}."
+        )
+    try:
+        found = tier_path(tier)
+    except ModelError as error:
+        raise ModelError(f"{error} (named by {source})") from None
+    return _check(spec, found, f"tier {tier.name} ({source})")
 
 
 def _embedded(spec: Spec) -> Path:

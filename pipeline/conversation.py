@@ -26,6 +26,7 @@ from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
+from pipeline.quality import turn_flags
 from pipeline.reply import Emit, Models, Reply
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
@@ -76,6 +77,8 @@ class Turn:
     """The built-in skill that answered (None: the LLM did)."""
     copies: int = 0
     """Replies the copy guard threw away before this one (regenerated)."""
+    quality: dict[str, Any] = field(default_factory=dict)
+    """Rule-free checks of the reply (pipeline.quality.turn_flags): repeat, echo, length."""
 
 
 def _ignore(_kind: str, _data: dict[str, Any]) -> None:
@@ -205,8 +208,12 @@ class Conversation:
     def _answer_skill(self, transcript: str) -> SkillReply | None:
         assert self.skills is not None
         context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
-                               owner=self.options.owner, transcript=transcript)
+                               owner=self.options.owner, transcript=transcript,
+                               previous=self._last_reply())
         return self.skills.answer(transcript, context)
+
+    def _last_reply(self) -> str:
+        return next((m.content for m in reversed(self.history) if m.role == "assistant"), "")
 
     def _acted(self, skill: SkillReply) -> None:
         if skill.skill == "timer" and self.bell is not None:
@@ -349,6 +356,8 @@ class Conversation:
 
     def _finish(self, reply: Reply, *, interrupted: bool) -> None:
         heard = reply.played_text if interrupted else reply.text.strip()
+        earlier = [m.content for m in self.history if m.role == "assistant"]
+        quality = turn_flags(reply.text, reply.transcript or "", earlier, audio_s=reply.audio_s)
         self._respeculated = None
         if (self.reply_cache is not None and not interrupted and reply.transcript
                 and reply.skill is None):
@@ -360,7 +369,7 @@ class Conversation:
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob,
                     skill=reply.skill.skill if reply.skill is not None else None,
-                    copies=reply.copies)
+                    copies=reply.copies, quality=quality)
         self.turns.append(turn)
         self.stats.turns += 1
         self.stats.llm_tokens += reply.tokens
@@ -369,7 +378,7 @@ class Conversation:
                            "reply": turn.reply, "heard": heard, "interrupted": interrupted,
                            "timeline_ms": reply.timeline.relative_ms(),
                            "done_logprob": turn.done_logprob, "skill": turn.skill,
-                           "copies": turn.copies,
+                           "copies": turn.copies, "quality": quality,
                            "speech_end_t": reply.timeline.stamps.get(SPEECH_END)})
         if self.on_turn is not None:
             self.on_turn(turn)

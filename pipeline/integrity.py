@@ -38,7 +38,7 @@ class IntegrityOptions:
     """Earlier replies shorter than this are not guarded ("You're welcome." may recur)."""
     max_sentences: int = 2
     """Sentences in a spoken reply; the reply is cut at the end of the last one."""
-    more_sentences: int = 6
+    more_sentences: int = 4
     """... when the user asked for more (a story, an explanation, steps, a list)."""
     max_words: int = 45
     """A reply is cut at the first sentence end past this many words, whatever it was asked."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from pipeline.drafts import Drafter, TextDraft
+from pipeline.tools import TOOLS
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -89,6 +90,9 @@ class LlmOptions:
     """Prompt-lookup drafts: measured slower for chat on CPU (DESIGN.md), so off."""
     draft_model: str | None = None
     """A smaller GGUF with the same vocabulary that drafts every reply (ModelDraft)."""
+    tools: bool = True
+    """Offer the built-in skills as tools when the model's chat template takes tools
+    (pipeline.tools): paraphrases reach the skills. Off: the LLM only talks."""
 
 
 class LlamaResponder:
@@ -108,6 +112,8 @@ class LlamaResponder:
         ).from_string(template)
         self._special = {"eos_token": eos, "bos_token": bos}
         self._stop = [eos] if eos else []
+        self.tools = self.options.tools and "tools" in template
+        """The template lays out tools: the skills are offered to the model as tools."""
         self.tokens_generated = 0
         self.also_close: list[Callable[[], None]] = []
         """Closed with this responder (a draft model's context)."""
@@ -123,7 +129,8 @@ class LlamaResponder:
             messages.append({"role": "user", "content": user})
         return str(
             self._template.render(
-                messages=messages, add_generation_prompt=user is not None, **self._special
+                messages=messages, add_generation_prompt=user is not None,
+                tools=TOOLS if self.tools else None, **self._special,
             )
         )
 

@@ -29,6 +29,7 @@ from pipeline.llm import Message, Responder
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
+from pipeline.tools import may_be_call, request_for
 from pipeline.tts import Synthesizer
 from pipeline.turn_detector import TurnDetector
 from pipeline.workers import Gate, ModelWorker, Priority
@@ -160,6 +161,11 @@ class Reply:
         return " ".join(words)
 
     @property
+    def audio_s(self) -> float:
+        """Seconds of reply audio made (all of it, heard or not)."""
+        return sum(s.samples for s in self._spoken) / SAMPLE_RATE
+
+    @property
     def played_s(self) -> float:
         return sum(s.played for s in self._spoken) / SAMPLE_RATE
 
@@ -263,25 +269,49 @@ class Reply:
             priority=self.priority, gate=self._llm_gate,
         )
         first_token: float | None = None
+        # A tool-calling LLM may answer with a call to a skill: held until it is clear.
+        call = "" if self.answer_skill is not None and _uses_tools(self.models.responder) else None
         async with contextlib.aclosing(stream):
             async for piece in stream:
                 first_token = first_token or now()
                 self.llm_seconds = now() - first_token
                 self.tokens += 1
+                if call is not None:
+                    call += piece
+                    if may_be_call(call):
+                        continue
+                    piece, call = call, None
                 released = guard.feed(piece)
                 if guard.copied is not None:
                     return
-                if not released:
-                    continue
-                self.timeline.stamp(TTFT)
-                self.text += released
-                self._show("reply_delta", {"text": released})
-                if self._queue(splitter.feed(released), clauses, budget):
+                if released and self._say(released, splitter, clauses, budget):
                     return  # the spoken-length budget is spent: stop the LLM
-        if released := guard.finish():
-            self.text += released
-            self._show("reply_delta", {"text": released})
-            self._queue(splitter.feed(released), clauses, budget)
+        if call:
+            self._call_skill(call, splitter, clauses, budget)
+        elif released := guard.finish():
+            self._say(released, splitter, clauses, budget)
+
+    def _say(self, text: str, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+             budget: int) -> bool:
+        self.timeline.stamp(TTFT)
+        self.text += text
+        self._show("reply_delta", {"text": text})
+        return self._queue(splitter.feed(text), clauses, budget)
+
+    def _call_skill(self, call: str, splitter: ClauseSplitter,
+                    clauses: asyncio.Queue[Clause | None], budget: int) -> None:
+        """The LLM called a tool: the skill answers the request the call stands for."""
+        assert self.answer_skill is not None
+        assert self.transcript is not None
+        request = request_for(call, self.transcript)
+        skill = self.answer_skill(request) if request is not None else None
+        log.info("tool call %r → %r → %s", call.strip()[:80], request, skill and skill.skill)
+        if skill is None:
+            self._say("Sorry, I can't do that.", splitter, clauses, budget)
+            return
+        self.skill = skill
+        self._act()
+        self._say(skill.text, splitter, clauses, budget)
 
     def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
         """Hand clauses to the speaker side; True once the reply's sentence budget (or its
@@ -344,3 +374,7 @@ class Reply:
 
 def _ends_sentence(text: str) -> bool:
     return text.rstrip().rstrip("\"')]").endswith((".", "!", "?", "…"))
+
+
+def _uses_tools(responder: Responder) -> bool:
+    return bool(getattr(responder, "tools", False))

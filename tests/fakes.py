@@ -45,7 +45,7 @@ class FakeTranscriber:
         self.calls: list[int] = []  # samples of audio per call
         self.threads: list[str] = []
 
-    def transcribe(self, pcm: Pcm) -> str:
+    def transcribe(self, pcm: Pcm, context: str = "") -> str:
         self.threads.append(threading.current_thread().name)
         self.calls.append(len(pcm))
         if self.delay_s:

@@ -165,8 +165,22 @@ function turnCard(t, end) {
   said.append("you: ", el("b", {}, t.transcript), "  →  apace: ", el("b", {}, t.reply));
   head.append(el("span", { class: "id" }, `#${t.session}.${t.turn}`), said);
   if (t.interrupted) head.append(el("span", { class: "tag" }, "interrupted"));
+  head.append(...qualityTags(t));
   card.append(head, waterfallSvg(t.waterfall || [], end), numbers(t.timeline_ms || {}));
   return card;
+}
+
+// What the reply was worth, beside how fast it came: the server's rule-free checks.
+function qualityTags(t) {
+  const q = t.quality || {};
+  const tags = [];
+  if (t.skill) tags.push(el("span", { class: "tag skill" }, `skill: ${t.skill}`));
+  if (q.repeat) tags.push(el("span", { class: "tag bad" }, "repeat"));
+  if (q.echo) tags.push(el("span", { class: "tag bad" }, "echo"));
+  if (q.sentences > 2) tags.push(el("span", { class: "tag warn" }, `${q.sentences} sentences`));
+  if (q.refusal) tags.push(el("span", { class: "tag" }, "can't"));
+  if (q.ok) tags.push(el("span", { class: "tag ok", title: `${q.spoken_s} s spoken` }, "ok"));
+  return tags;
 }
 
 function waterfallSvg(stages, end) {

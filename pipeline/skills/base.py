@@ -40,6 +40,8 @@ class SkillContext:
     """Whose lists and notes (one per user/session owner)."""
     transcript: str = ""
     """The words as transcribed, before `normalise` (a list skill reads its commas)."""
+    previous: str = ""
+    """The assistant's last reply: "and what is that divided by four?" reads its number."""
 
 
 class Skill(Protocol):

@@ -86,6 +86,12 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+_FOLLOW_UP = re.compile(r"(?:and |what about |how about )*(?P<rel>tomorrow|yesterday)(?P<rel2>)")
+_ABOUT_A_DAY = re.compile(r"(?:today|tomorrow|yesterday) (?:is|was)|it's \w+day, ", re.I)
+"""A reply about a day ("Today is Tuesday, …"): "and tomorrow?" after it asks the same of
+tomorrow; after anything else the bare word is not the clock's."""
+
+
 class ClockSkill:
     """The local time, today's date, weekdays, and days until a day or holiday."""
 
@@ -93,6 +99,8 @@ class ClockSkill:
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = digits(core(text))
+        if (m := _FOLLOW_UP.fullmatch(request)) and _ABOUT_A_DAY.match(ctx.previous):
+            return SkillReply(text=_relative(m, ctx.now), skill=self.name)
         for pattern, kind in _PATTERNS:
             m = pattern.fullmatch(request)
             if m is not None:

@@ -114,7 +114,8 @@ _QTY = (r"(?P<n>(?:minus |negative |- ?)?\d+(?:\.\d+)?(?: and (?:a half|a quarte
 _ASK = re.compile(r"^(?:(?:what(?:'s| is|s)?|how much is|convert|change|turn)\s+)+")
 _FORWARD = re.compile(
     rf"^{_QTY} {_unit_group('src')} "
-    rf"(?:to|in|into|in to|as|is how many|are how many|equals how many|is what in) "
+    # "and": Whisper often writes a quick "in" as "and" ("100 Fahrenheit and Celsius").
+    rf"(?:to|in|into|in to|as|and|is how many|are how many|equals how many|is what in) "
     rf"{_unit_group('dst')}$"
 )
 _BACKWARD = re.compile(

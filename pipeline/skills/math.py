@@ -98,9 +98,24 @@ class MathSkill:
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _ASK_TAIL.sub("", _ASK.sub("", core(text)))
+        request = _follow_up(request, ctx.previous)
         parsed = _parse(_SYMBOL.sub(r" \1 ", digits(request)).strip())
         reply = _reply(parsed) if parsed is not None else None
         return SkillReply(text=reply, skill=self.name) if reply is not None else None
+
+
+_THAT = re.compile(r"\b(?:that|it|the answer|the result|this)\b")
+_LAST_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)(?!.*\d)")
+
+
+def _follow_up(request: str, previous: str) -> str:
+    """"that divided by 4" after "12 times 12 is 144." → "144 divided by 4": a reference
+    to the last answer takes the last number the assistant said. Only one reference, and
+    only when the last reply had a number; otherwise the words stay (and decline)."""
+    if len(_THAT.findall(request)) != 1 or not (m := _LAST_NUMBER.search(
+            previous.replace(",", ""))):
+        return request
+    return _THAT.sub(m[1], request)
 
 
 def _parse(text: str) -> _Sum | None:

@@ -144,7 +144,7 @@ def test_model_of_the_wrong_kind_is_a_clear_error(ask, tmp_path: Path) -> None:
 def test_models_command_lists_the_embedded_models() -> None:
     result = apace("models", "--json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["models"]
     assert [row["model"].split()[0] for row in rows] == ["ASR", "LLM", "TTS", "turn"]
     for row in rows:
         assert Path(row["path"]).exists()

@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
+from app.bench.utterances import speak
 from app.client import Client
 from app.serve import use_loopback_candidates
-from app.bench.utterances import speak
 from pipeline.audio import read_wav, speech_end_sample
 from tests.integration.conftest import wer
 from tests.integration.server import REPO, ServerProcess

@@ -97,9 +97,9 @@ def test_replies_to_the_same_question_asked_again_are_not_counted_as_earlier() -
 
 @pytest.mark.parametrize(("question", "budget"), [
     ("What is the capital of France?", 2),
-    ("Tell me a story about a dragon.", 6),
-    ("Can you explain how rainbows form?", 6),
-    ("How do I boil an egg?", 6),
+    ("Tell me a story about a dragon.", 4),
+    ("Can you explain how rainbows form?", 4),
+    ("How do I boil an egg?", 4),
 ])
 def test_spoken_replies_get_two_sentences_unless_more_is_asked_for(question: str, budget: int) -> None:
     assert sentence_budget(question, IntegrityOptions()) == budget

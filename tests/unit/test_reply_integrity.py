@@ -118,3 +118,38 @@ async def test_a_cancelled_speculative_skill_never_acts(workers: Workers) -> Non
     with pytest.raises(asyncio.CancelledError):
         await task
     assert acted == []
+
+
+class ToolResponder(FakeResponder):
+    """An LLM whose template takes tools and that answers with a call."""
+
+    tools = True
+
+
+async def test_a_tool_call_is_answered_by_the_skill_it_names(workers: Workers) -> None:
+    asked: list[str] = []
+
+    def skills(request: str) -> SkillReply | None:
+        asked.append(request)
+        if request == "set a timer for 10 minutes":
+            return SkillReply("OK, a 10 minute timer.", "timer", action=lambda: None)
+        return None
+
+    responder = ToolResponder(['{"name": "set_timer", ', '"arguments": {"duration": ',
+                               '"10 minutes"}}'])
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="Let me know when ten minutes are up.")
+    reply.answer_skill = skills
+    await run(reply, speaker)
+    assert asked == ["Let me know when ten minutes are up.", "set a timer for 10 minutes"]
+    assert reply.skill is not None and reply.skill.skill == "timer"
+    assert synthesizer.texts == ["OK, a 10 minute timer."]  # the JSON was never spoken
+
+
+async def test_a_plain_answer_from_a_tool_model_is_spoken_as_usual(workers: Workers) -> None:
+    responder = ToolResponder(["Paris ", "is the capital."])
+    reply, speaker, synthesizer = make(workers, responder, [])
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert reply.text == "Paris is the capital."
+    assert " ".join(synthesizer.texts) == "Paris is the capital."

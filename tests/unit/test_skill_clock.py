@@ -114,3 +114,14 @@ def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
     for i in range(200):
         ask(phrasings[i % len(phrasings)])
     assert time.perf_counter() - started < 1.0
+
+
+def test_and_tomorrow_after_the_date_is_tomorrows_date() -> None:
+    ctx = SkillContext(now=TUESDAY, monotonic=0.0, previous="Today is Tuesday, December 1st, 2026.")
+    reply = ClockSkill().answer(normalise("And tomorrow?"), ctx)
+    assert reply is not None and reply.text == "Tomorrow is Wednesday, December 2nd, 2026."
+
+
+def test_and_tomorrow_after_something_else_is_not_the_clocks() -> None:
+    ctx = SkillContext(now=TUESDAY, monotonic=0.0, previous="It will be sunny, I think.")
+    assert ClockSkill().answer(normalise("And tomorrow?"), ctx) is None

@@ -131,3 +131,8 @@ def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
     for i in range(200):
         ask(phrasings[i % len(phrasings)])
     assert time.perf_counter() - started < 1.0
+
+
+def test_in_misheard_as_and_still_converts() -> None:
+    reply = ConvertSkill().answer(normalise("What is 100 Fahrenheit and Celsius?"), CTX)
+    assert reply is not None and "38 degrees Celsius" in reply.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -147,3 +148,16 @@ def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
     for i in range(200):
         ask(phrasings[i % len(phrasings)])
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_follow_up_about_that_uses_the_number_of_the_last_answer() -> None:
+    previous = "12 times 12 is 144."
+    reply = MathSkill().answer(normalise("And what is that divided by four?"),
+                               replace(CTX, previous=previous))
+    assert reply is not None and reply.text == "144 divided by 4 is 36."
+
+
+def test_a_reference_with_no_number_before_it_is_not_arithmetic() -> None:
+    reply = MathSkill().answer(normalise("What is that divided by four?"),
+                               replace(CTX, previous="Paris is the capital of France."))
+    assert reply is None

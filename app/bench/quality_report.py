@@ -1,0 +1,191 @@
+"""`apace bench --quality`'s results and report: what it said, beside how fast, per configuration.
+
+One table row per configuration, from one run: right % (all turns with a rule, and the
+held-out conversations alone), repeats, echoes, refusals where one was due, how long the
+replies take to say, and the client-measured TTFA of the same turns (all of them, and the
+right ones alone: DESIGN counts a fast wrong answer as a failure, not a fast turn). Written as
+bench_quality.json (every turn, with its reasons) and bench_quality.png.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.quality import TurnScore
+
+JSON_NAME, PNG_NAME = "bench_quality.json", "bench_quality.png"
+
+
+@dataclass
+class TurnOutcome:
+    """One spoken turn of a scripted conversation: what was said, heard, replied, scored."""
+
+    conversation: str
+    turn: int
+    """1-based, within its conversation."""
+    say: str
+    score: TurnScore
+    held_out: bool = False
+    expect_refusal: bool | None = None
+    transcript: str = ""
+    """What the server heard (turns it split are joined with " / ")."""
+    reply: str = ""
+    skill: str | None = None
+    """The skill that answered (None: the LLM, or no reply)."""
+    interrupted: bool = False
+    ttfa_client_ms: float | None = None
+    ttfa_server_ms: float | None = None
+    events: list[str] = field(default_factory=list)
+    """Data-channel events seen during the turn besides "turn" (timer_set, barge_in, ...)."""
+
+
+@dataclass
+class QualityResult:
+    name: str
+    flags: list[str]
+    turns: list[TurnOutcome] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Whole-run trouble: a server that died, a conversation that could not connect."""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def _right(turns: list[TurnOutcome]) -> dict[str, Any]:
+    scored = [t for t in turns if t.score.right is not None]
+    right = sum(bool(t.score.right) for t in scored)
+    return {"scored": len(scored), "right": right, "right_pct": _pct(right, len(scored))}
+
+
+def _median(values: list[float]) -> float | None:
+    return round(float(np.median(values)), 2) if values else None
+
+
+def summarise(result: QualityResult) -> dict[str, Any]:
+    """The numbers of one configuration's table row (and a few more for the JSON)."""
+    turns = result.turns
+    replied = [t for t in turns if t.reply.strip()]
+    due = [t for t in turns if t.expect_refusal]
+    out: dict[str, Any] = {
+        "turns": len(turns), **_right(turns),
+        "held_out": _right([t for t in turns if t.held_out]),
+        "tuned": _right([t for t in turns if not t.held_out]),
+        "repeats": sum(t.score.repeat for t in turns),
+        "echoes": sum(t.score.echo for t in turns),
+        "refusals_due": len(due),
+        "refusals_ok": sum(t.score.refusal for t in due),
+        "false_refusals": sum(t.score.refusal for t in turns if t.expect_refusal is False),
+        "no_reply": sum(not t.reply.strip() for t in turns),
+        "skill_turns": sum(t.skill is not None for t in turns),
+        "spoken_s_p50": _median([t.score.spoken_s for t in replied]),
+        "sentences_p50": _median([float(t.score.sentences) for t in replied]),
+        "errors": len(result.errors),
+    }
+    # DESIGN counts TTFA only for a right reply: "ttfa_right" is that number.
+    for key, attr, only_right in (("ttfa_client", "ttfa_client_ms", False),
+                                  ("ttfa_server", "ttfa_server_ms", False),
+                                  ("ttfa_right", "ttfa_client_ms", True)):
+        values = [v for t in turns
+                  if (v := getattr(t, attr)) is not None and (t.score.right or not only_right)]
+        if values:
+            p50, p95 = np.percentile(values, [50, 95])
+            out[key] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}
+    return out
+
+
+def save(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]:
+    """Write bench_quality.json (summaries and every turn); a stopped run keeps what it had."""
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = {r.name: summarise(r) for r in results}
+    data = {"summaries": summaries, "configs": [asdict(r) for r in results]}
+    (out / JSON_NAME).write_text(json.dumps(data, indent=1))
+    return summaries
+
+
+def _cell(value: float | None, width: int, digits: int = 1) -> str:
+    return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+
+
+def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """The report's table: one line per configuration."""
+    lines = [f"{'config':<16}{'turns':>6}{'right%':>8}{'held-out%':>10}{'repeats':>8}"
+             f"{'echoes':>7}{'refusals':>9}{'spoken s':>9}{'sentences':>10}"
+             f"{'TTFA client p50/p95':>21}{'server p50':>11}{'right p50':>10}"]
+    for name, s in summaries.items():
+        client, server = s.get("ttfa_client", {}), s.get("ttfa_server", {})
+        right = s.get("ttfa_right", {})
+        ttfa = f"{client['p50']:.0f}/{client['p95']:.0f}" if client else "-"
+        refusals = f"{s['refusals_ok']}/{s['refusals_due']}"
+        lines.append(
+            f"{name:<16}{s['turns']:>6}{_cell(s['right_pct'], 8)}"
+            f"{_cell(s['held_out']['right_pct'], 10)}{s['repeats']:>8}{s['echoes']:>7}"
+            f"{refusals:>9}{_cell(s['spoken_s_p50'], 9)}"
+            f"{_cell(s['sentences_p50'], 10)}{ttfa:>21}{_cell(server.get('p50'), 11, 0)}"
+            f"{_cell(right.get('p50'), 10, 0)}")
+    return lines
+
+
+def wrong_turns(result: QualityResult, width: int = 60) -> list[str]:
+    """One line per turn that is wrong — or has no rule but is still a repeat, an echo or
+    too long (a "note") — with what was asked, what came back, and why."""
+    lines = []
+    for t in result.turns:
+        if t.score.right is False or (t.score.right is None and t.score.reasons):
+            reply = t.reply if len(t.reply) <= width else t.reply[: width - 1] + "…"
+            kind = "wrong" if t.score.right is False else "note "
+            lines.append(f"  {kind} {t.conversation}#{t.turn} {t.say!r} → {reply!r}: "
+                         + "; ".join(t.score.reasons))
+    return lines
+
+
+def report(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]:
+    """Print the table (and each configuration's wrong turns); write the JSON and the PNG."""
+    summaries = save(results, out)
+    for result in results:
+        wrong = wrong_turns(result)
+        count = sum(t.score.right is False for t in result.turns)
+        print(f"\n{result.name}: {count} of {len(result.turns)} turns wrong")
+        print("\n".join(wrong + [f"  error: {e}" for e in result.errors]))
+    print()
+    print("\n".join(table(summaries)))
+    _chart(summaries, out / PNG_NAME)
+    print(f"\nwrote {out / JSON_NAME} and {out / PNG_NAME}")
+    return summaries
+
+
+def _chart(summaries: dict[str, dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summaries)
+    y = np.arange(len(names))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.5 + 0.6 * len(names)))
+    left.barh(y - 0.2, [summaries[n]["right_pct"] or 0 for n in names], 0.4, label="all")
+    left.barh(y + 0.2, [summaries[n]["held_out"]["right_pct"] or 0 for n in names], 0.4,
+              label="held-out")
+    left.set_xlim(0, 100)
+    left.set_xlabel("right (%)")
+    left.set_title("What it says")
+    left.legend()
+    for offset, key, label in ((-0.2, "ttfa_client", "all replies"),
+                               (0.2, "ttfa_right", "right replies")):
+        right.barh(y + offset, [summaries[n].get(key, {}).get("p50", 0) for n in names], 0.4,
+                   label=label)
+    right.set_xlabel("TTFA p50, client-measured (ms)")
+    right.set_title("How fast")
+    right.legend()
+    for axis in (left, right):
+        axis.set_yticks(y, names)
+        axis.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

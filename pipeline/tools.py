@@ -1,0 +1,129 @@
+"""The built-in skills offered to the LLM as tools, so that paraphrases reach them.
+
+The skills match what people usually say ("set a timer for ten minutes"); a tool-calling
+LLM tier (Qwen2.5's chat template declares tools) also catches "let me know when ten
+minutes are up". A tool call is not executed by new code: it is turned back into the
+plain request the skill already understands (`request_for`) and answered by the same
+skills router, so a paraphrase gets exactly the reply, confirmation and side effect the
+plain words would. Pure: no model, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pipeline.skills.words import to_digits
+
+
+def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
+    required = [p for p in params if not p.endswith("?")]
+    properties = {p.rstrip("?"): {"type": "string", "description": d} for p, d in params.items()}
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties,
+                       "required": [p.rstrip("?") for p in required]}}}
+
+
+TOOLS: list[dict[str, Any]] = [
+    _tool("set_timer", "Start a countdown timer that rings when it is done.",
+          duration="how long, e.g. '10 minutes'", **{"name?": "what it is for, e.g. 'pasta'"}),
+    _tool("set_alarm", "Ring at a time of day.", time="e.g. '7 am'"),
+    _tool("set_reminder", "Say a reminder after some time.",
+          duration="e.g. '20 minutes'", task="what to remind about"),
+    _tool("timer_status", "How long is left on the timers, or cancel one.",
+          **{"action": "'left' or 'cancel'", "name?": "which timer"}),
+    _tool("add_to_list", "Add items to the user's shopping list.", items="e.g. 'eggs and milk'"),
+    _tool("read_list", "Read the user's shopping list."),
+    _tool("calculate", "Arithmetic, written in words or digits.", expression="e.g. '15% of 80'"),
+    _tool("convert_units", "Convert a quantity to another unit.",
+          quantity="e.g. '3 ounces'", unit="e.g. 'grams'"),
+    _tool("current_time", "The time, date or day of the week now.",
+          **{"what?": "'time', 'date' or 'day'"}),
+    _tool("spell_word", "Spell a word letter by letter.", word="the word"),
+]
+
+_REQUESTS: dict[str, Callable[[Mapping[str, str]], str]] = {
+    "set_timer": lambda a: (f"set a {a['name']} timer for {a['duration']}" if a.get("name")
+                            else f"set a timer for {a['duration']}"),
+    "set_alarm": lambda a: f"set an alarm for {a['time']}",
+    "set_reminder": lambda a: f"in {a['duration']} remind me to {a['task']}",
+    "timer_status": lambda a: (
+        f"cancel the {a['name']} timer" if a.get("action") == "cancel" and a.get("name")
+        else "cancel the timer" if a.get("action") == "cancel"
+        else f"how long is left on the {a['name']} timer" if a.get("name")
+        else "how much time is left"),
+    "add_to_list": lambda a: f"add {a['items']} to my shopping list",
+    "read_list": lambda a: "what's on my shopping list",
+    "calculate": lambda a: f"what is {a['expression']}",
+    "convert_units": lambda a: f"convert {a['quantity']} to {a['unit']}",
+    "current_time": lambda a: {"date": "what's the date today", "day": "what day is it"}.get(
+        a.get("what", ""), "what time is it"),
+    "spell_word": lambda a: f"how do you spell {a['word']}",
+}
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WORD = re.compile(r"[a-z']+")
+_KEYWORDS = {  # a call is believed only if the user's words say something of the kind
+    "set_timer": r"\d", "set_alarm": r"\d|\bnoon\b|\bmidnight\b", "set_reminder": r"\bremind",
+    "timer_status": r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b", "add_to_list": r"\blist\b",
+    "read_list": r"\blist\b", "calculate": r"\d", "convert_units": r"\d",
+    "current_time": r"\b(?:time|date|day|clock|year|month)\b", "spell_word": r"\bspell",
+}
+_FREE_TEXT = ("name", "items", "task", "word")
+"""Arguments that must come from the user's words (a small model invents a 'pasta')."""
+
+
+def request_for(call_text: str, transcript: str) -> str | None:
+    """The plain request a tool call stands for ("set a pasta timer for 8 minutes"), or
+    None when it is not a call to one of `TOOLS` that the user's words support."""
+    start = call_text.find('{"name"')
+    if start < 0:
+        return None
+    try:
+        call, _ = json.JSONDecoder().raw_decode(call_text[start:])
+        name, args = call["name"], call.get("arguments", {})
+        if isinstance(args, str):
+            args = json.loads(args)
+        arguments = {str(k): str(v) for k, v in dict(args).items() if v not in (None, "")}
+        said = to_digits(transcript)
+        if name not in _REQUESTS or not re.search(_KEYWORDS[name], said):
+            return None
+        kept = _grounded(arguments, said)
+        return _REQUESTS[name](kept) if kept is not None else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _grounded(arguments: dict[str, str], said: str) -> dict[str, str] | None:
+    """`arguments` as far as the user said them: free-text words must be the user's
+    (list items not said are dropped), and every number must be one the user said."""
+    heard = set(_WORD.findall(said)) | set(_NUMBER.findall(said))
+    kept: dict[str, str] = {}
+    for key, value in arguments.items():
+        value_digits = to_digits(value)
+        if any(n not in heard for n in _NUMBER.findall(value_digits)):
+            return None  # a number the user never said
+        if key == "items":
+            items = [i for i in re.split(r",|\band\b", value) if i.strip()
+                     and set(_WORD.findall(i.lower())) <= heard]
+            if not items:
+                return None
+            value = " and ".join(i.strip() for i in items)
+        elif key in _FREE_TEXT and not set(_WORD.findall(value_digits)) <= heard:
+            continue  # an invented name or task: left out
+        kept[key] = value
+    return kept
+
+
+_OPENING = '{"name"'
+
+
+def may_be_call(text: str) -> bool:
+    """True while the reply so far could still be a tool call (the template asks for
+    `<tool_call>` then JSON; the tags are special tokens and may be dropped from text;
+    some models double the opening brace)."""
+    start = text.lstrip().removeprefix("<tool_call>").lstrip().lstrip("{")
+    return _OPENING[1:].startswith(start[: len(_OPENING) - 1]) if start else True

@@ -1,0 +1,68 @@
+"""pipeline.tools: a tool call becomes the plain request the skills understand, believed
+only as far as the user's words support it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.tools import TOOLS, may_be_call, request_for
+
+
+def call(tool: str, **arguments: str) -> str:
+    return json.dumps({"name": tool, "arguments": arguments})
+
+
+@pytest.mark.parametrize(("text", "said", "plain"), [
+    (call("set_timer", duration="10 minutes"), "Let me know when ten minutes are up.",
+     "set a timer for 10 minutes"),
+    (call("set_timer", duration="8 minutes", name="pasta"), "Eight minutes for the pasta, please.",
+     "set a pasta timer for 8 minutes"),
+    (call("convert_units", quantity="3 ounces", unit="grams"), "How many grams is three ounces?",
+     "convert 3 ounces to grams"),
+    (call("calculate", expression="17 * 3"), "What's seventeen times three?", "what is 17 * 3"),
+    (call("spell_word", word="rhythm"), "Can you spell rhythm for me?", "how do you spell rhythm"),
+])
+def test_a_call_the_user_asked_for_becomes_the_plain_request(text: str, said: str,
+                                                              plain: str) -> None:
+    assert request_for(text, said) == plain
+
+
+def test_an_invented_name_is_left_out_and_invented_items_dropped() -> None:
+    assert request_for(call("set_timer", duration="10 minutes", name="pasta"),
+                       "Let me know when ten minutes are up.") == "set a timer for 10 minutes"
+    assert request_for(call("add_to_list", items="bananas and milk"),
+                       "Could you put bananas on my shopping list?") == \
+        "add bananas to my shopping list"
+
+
+def test_a_call_the_words_do_not_support_is_not_believed() -> None:
+    assert request_for(call("current_time", what="time"), "How are you today?") is None
+    assert request_for(call("set_timer", duration="20 minutes"), "Ten minutes, please.") is None
+    assert request_for(call("add_to_list", items="milk"), "Put bread on my list.") is None
+
+
+@pytest.mark.parametrize("text", ["not json", '{"name": "nope", "arguments": {}}',
+                                  '{"name": "set_timer"', '{"name": "set_timer", "arguments": 3}'])
+def test_a_malformed_or_unknown_call_is_none(text: str) -> None:
+    assert request_for(text, "set a timer for 5 minutes") is None
+
+
+def test_doubled_braces_and_the_tool_call_tag_are_read() -> None:
+    text = "<tool_call>\n{" + call("set_alarm", time="7 am") + "}"
+    assert may_be_call(text)
+    assert request_for(text, "Wake me up at seven.") == "set an alarm for 7 am"
+
+
+def test_text_is_held_only_while_it_could_be_a_call() -> None:
+    assert may_be_call("") and may_be_call("{") and may_be_call('{"na')
+    assert not may_be_call("The capital") and not may_be_call('{"text"')
+
+
+def test_every_tool_has_a_request() -> None:
+    names = {tool["function"]["name"] for tool in TOOLS}
+    assert all(request_for(call(n, duration="5 minutes", time="5 pm", task="x", action="left",
+                                items="x", expression="5", quantity="5 grams", unit="ounces",
+                                word="x"), "list 5 x remind timer spell time") is not None
+               for n in names)
