@@ -15,7 +15,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APACE_ARGS ?=
 
-.PHONY: run serve test test-fast lint venv models bench clean-venv
+.PHONY: run serve test test-fast lint venv models bench soak clean-venv
 
 ## make run — set up (first time: ~6 min) and start the voice assistant on the embedded models.
 run: venv
@@ -40,6 +40,11 @@ models: venv
 
 bench: venv
 	$(BIN)/apace bench $(APACE_ARGS)
+
+## make soak — 10 minutes of calls, abandoned and malformed offers against a server (scripted
+## models; SOAK_ARGS=--real for the real ones): RSS slope and fd delta, fails on a leak.
+soak: venv
+	$(BIN)/python -m tests.integration.soak --minutes 10 $(SOAK_ARGS)
 
 venv: $(VENV_DIR)/.complete
 	@ln -sfn "$(VENV_DIR)" $(VENV)

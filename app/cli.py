@@ -135,7 +135,7 @@ def _cmd_talk(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from app.serve import LOOPBACK_HOSTS, self_signed, serve, tls_context
+    from app.serve import LOOPBACK_HOSTS, Exposure, secure, serve
     from app.server import ServerOptions
 
     if not 0 < args.port < 65536:
@@ -144,29 +144,30 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("--max-sessions must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
-    tls = None
-    try:
-        if args.tls_cert:
-            tls = tls_context(Path(args.tls_cert), Path(args.tls_key))
-        elif args.self_signed:
-            from models.locate import config_path
-
-            cert, key = self_signed(config_path().parent / "tls", args.host)
-            print(f"apace: self-signed certificate {cert}", flush=True)
-            tls = tls_context(cert, key)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    loopback = args.loopback or args.host in LOOPBACK_HOSTS
     if args.slo_ms <= 0:
         raise UsageError("--slo-ms must be positive")
     if not 0 <= args.jitter_hold <= 8:
         raise UsageError("--jitter-hold must be 0-8 packets")
+    if min(args.idle_timeout, args.connect_timeout, args.max_session_age) <= 0 \
+            or args.drain_timeout < 0:
+        raise UsageError("--idle-timeout, --connect-timeout and --max-session-age must be "
+                         "positive, --drain-timeout not negative")
+    exposure = Exposure(
+        host=args.host, port=args.port, allow_hosts=tuple(args.allow_host or ()),
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None, self_signed=args.self_signed,
+        insecure_http=args.insecure_http, require_pairing=args.require_pairing,
+        show_pairing=args.show_pairing, new_token=args.new_token)
     options = ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
                             stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
-                            jitter_hold=args.jitter_hold)
+                            jitter_hold=args.jitter_hold, connect_timeout_s=args.connect_timeout,
+                            max_session_s=args.max_session_age,
+                            drain_timeout_s=args.drain_timeout)
     try:
+        tls, access, pairing = secure(exposure, config_path().parent)
         asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
-                          loopback=loopback, tls=tls))
+                          loopback=args.loopback or args.host in LOOPBACK_HOSTS, tls=tls,
+                          access=access, pairing=pairing))
     except ValueError as error:
         raise UsageError(str(error)) from None
     return 0
@@ -410,7 +411,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve_parser(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (0.0.0.0 for a LAN edge box; needs TLS)")
+                       help="address to bind (0.0.0.0 for a LAN edge box; needs TLS and "
+                            "pairing)")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--loopback", action="store_true",
                        help="offer 127.0.0.1 as the ICE candidate (automatic on 127.0.0.1)")
@@ -429,8 +431,33 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
                        help="later mic packets that wait for a missing one before it is given "
                             "up (in-order packets are never held; raise it on networks that "
                             "reorder; default %(default)s)")
+    _serve_safety_flags(serve)
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
+
+
+def _serve_safety_flags(serve: argparse.ArgumentParser) -> None:
+    safety = serve.add_argument_group(
+        "access and lifecycle (any bind beyond loopback needs TLS and pairing)")
+    safety.add_argument("--allow-host", action="append", metavar="NAME",
+                        help="another name the server is reached by (DNS name, proxy)")
+    safety.add_argument("--insecure-http", action="store_true",
+                        help="serve plain HTTP beyond loopback (browsers then refuse the "
+                             "microphone, and the pairing token crosses the network in clear)")
+    safety.add_argument("--require-pairing", action="store_true",
+                        help="ask for pairing on loopback too (a shared machine)")
+    safety.add_argument("--show-pairing", action="store_true",
+                        help="print the pairing link (and QR code) again")
+    safety.add_argument("--new-token", action="store_true",
+                        help="make a new pairing token: every paired browser must pair again")
+    safety.add_argument("--connect-timeout", type=float, default=15.0, metavar="S",
+                        help="close an answered offer whose peer has not connected by then "
+                             "(default %(default)s)")
+    safety.add_argument("--max-session-age", type=float, default=3600.0, metavar="S",
+                        help="end any session this old (default %(default)s)")
+    safety.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
+                        help="on SIGTERM, how long replies in flight may take to finish "
+                             "(default %(default)s)")
 
 
 def _bench_parser(bench: argparse.ArgumentParser) -> None:

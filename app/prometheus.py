@@ -2,15 +2,25 @@
 
 Latency histograms are observed when a turn is recorded (and TTFA in the browser when the
 page reports it). Counters mirror `engine.stats` and are read at scrape time by a custom
-collector, so there is one source of truth and nothing to keep in step.
+collector, so there is one source of truth and nothing to keep in step. What a leak would
+show — resident memory, open fds (process_*), threads, asyncio tasks, sessions — is read
+at scrape time too.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
@@ -74,6 +84,24 @@ class EngineCollector(Collector):
                                     value=lag / 1000.0)
 
 
+class RuntimeCollector(Collector):
+    """Threads, asyncio tasks and whether the server is draining, read at scrape time
+    (process_resident_memory_bytes and process_open_fds come from ProcessCollector)."""
+
+    def __init__(self, draining: Callable[[], bool]) -> None:
+        self.draining = draining
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("apace_threads", "Live threads.", value=threading.active_count())
+        try:
+            tasks = len(asyncio.all_tasks())
+        except RuntimeError:  # scraped outside the server's loop (tests)
+            tasks = 0
+        yield GaugeMetricFamily("apace_asyncio_tasks", "Pending asyncio tasks.", value=tasks)
+        yield GaugeMetricFamily("apace_draining", "1 while the server drains for shutdown.",
+                                value=float(self.draining()))
+
+
 def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, documentation, value=value)
 
@@ -83,8 +111,15 @@ class Metrics:
     process never collide)."""
 
     def __init__(self, snapshot: Snapshot, sessions: Callable[[], int],
-                 loop_lag_ms: Callable[[], float | None] = lambda: None) -> None:
+                 loop_lag_ms: Callable[[], float | None] = lambda: None,
+                 draining: Callable[[], bool] = lambda: False) -> None:
         self.registry = CollectorRegistry()
+        self.refused = Counter("apace_refused_requests", "Requests refused, by reason.",
+                               ("reason",), registry=self.registry)
+        """reason: access (host, origin, credential), input (a malformed request), full,
+        draining."""
+        self.ended = Counter("apace_sessions_ended", "Sessions ended, by reason.",
+                             ("reason",), registry=self.registry)
 
         def histogram(name: str, what: str, labels: tuple[str, ...] = ()) -> Histogram:
             return Histogram(name, f"End of user speech to {what}.", labels,
@@ -102,6 +137,8 @@ class Metrics:
         for where in ("server", "browser"):  # exported (count 0) before the first turn
             self.ttfa.labels(where=where)
         self.registry.register(EngineCollector(snapshot, sessions, loop_lag_ms))
+        self.registry.register(RuntimeCollector(draining))
+        ProcessCollector(registry=self.registry)
 
     def observe_turn(self, timeline_ms: Mapping[str, float]) -> None:
         """A recorded turn: every latency it reached."""

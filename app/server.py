@@ -1,14 +1,17 @@
 """`apace serve`: one aiohttp server for the page, WebRTC signaling and the dashboard.
 
 POST /offer takes the browser's SDP offer and answers it; each peer connection runs one
-conversation (app.session). Every bad request gets a 4xx with a reason in JSON.
+conversation (app.session). Every bad request gets a 4xx with a reason in JSON; a full or
+draining server answers 503 with Retry-After. Every request first passes the access rules
+(app.security.access: Host, Origin, credential).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import os
+import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,6 +25,10 @@ from app import dashboard as dash
 from app.appkeys import SESSIONS
 from app.metrics import LoopLag, latency_summary, waterfall
 from app.prometheus import CONTENT_TYPE, Metrics
+from app.security import access as acl
+from app.security.limits import Refused, parse_json, read_body, refusals
+from app.security.pairing import ACCESS, pair, pair_page
+from app.security.sdp import check_offer
 from app.session import Session
 from pipeline.conversation import Turn
 from pipeline.engine import Engine
@@ -51,6 +58,17 @@ class ServerOptions:
     slo_ttfa_ms: float = 800.0
     """The TTFA objective the dashboard reports attainment against (browser TTFA where the
     page measured it, else the server's)."""
+    connect_timeout_s: float = 15.0
+    """An offer whose peer has not connected (ICE and DTLS) this long after it is answered
+    is closed, and its slot and llama context freed."""
+    max_session_s: float = 3600.0
+    """A session is ended at this age, whatever it is doing (the page is told why)."""
+    retry_after_s: int = 5
+    """What a refused offer is told to wait (Retry-After) when the server is full or
+    draining."""
+    drain_timeout_s: float = 10.0
+    """On SIGTERM, how long replies in flight may take to finish before every session is
+    closed."""
 
 
 @dataclass
@@ -66,9 +84,11 @@ class Sessions:
     lag: LoopLag = field(default_factory=LoopLag)
     metrics: Metrics = field(init=False)
 
+    draining: bool = False
+
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.engine.stats.snapshot, lambda: len(self.live),
-                               lambda: self.lag.summary()["max"])
+                               lambda: self.lag.summary()["max"], lambda: self.draining)
 
     def record_turn(self, session: Session, turn: Turn) -> None:
         """A finished turn: keep it, observe its latencies, push it to the dashboards."""
@@ -106,67 +126,82 @@ class Sessions:
                 "dashboards_dropped": self.hub.dropped, "window": len(self.turns)}
 
     def forget(self, session: Session) -> None:
-        self.live.pop(session.id, None)
+        if self.live.pop(session.id, None) is not None:
+            self.metrics.ended.labels(reason=session.end_reason).inc()
+
+    def admit(self) -> None:
+        """Refuse a new session (503 with Retry-After) while full or draining."""
+        retry = {"Retry-After": str(self.options.retry_after_s)}
+        if self.draining:
+            raise Refused(503, "the server is shutting down; try again shortly", retry,
+                          kind="draining")
+        if len(self.live) >= self.options.max_sessions:
+            raise Refused(503, f"server full: {self.options.max_sessions} sessions are active;"
+                               " try again later", retry, kind="full")
+
+    def count_refusal(self, refused: Refused) -> None:
+        self.metrics.refused.labels(reason=refused.kind).inc()
+
+    async def drain(self) -> None:
+        """Shut down gently: refuse new sessions, tell every page and dashboard, let each
+        reply in flight finish (at most `drain_timeout_s`), closing each session as soon
+        as it has nothing left to say, then close the rest. Cancel-safe: cancelling skips
+        the wait; `close_all` still ends every session."""
+        self.draining = True
+        message = "the server is shutting down"
+        for session in list(self.live.values()):
+            session.going_away(message, retry_after_s=self.options.retry_after_s)
+        self.hub.publish("going_away", {"message": message})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.drain_timeout_s
+        while self.live and loop.time() < deadline:
+            idle = [s for s in self.live.values() if not s.busy]
+            await asyncio.gather(*(s.close("server shutdown") for s in idle))
+            await asyncio.sleep(0.05)
+        await self.close_all()
 
     async def close_all(self) -> None:
-        await asyncio.gather(*(s.close() for s in list(self.live.values())))
-
-
-def _error(status: type[web.HTTPException], reason: str) -> web.HTTPException:
-    return status(text=json.dumps({"error": reason}), content_type="application/json")
-
-
-def _too_large(size: int) -> web.HTTPException:
-    return web.HTTPRequestEntityTooLarge(
-        max_size=MAX_OFFER_BYTES, actual_size=size, content_type="application/json",
-        text=json.dumps({"error": f"offer too large ({size} bytes; limit {MAX_OFFER_BYTES})"}),
-    )
+        await asyncio.gather(*(s.close("server shutdown") for s in list(self.live.values())))
 
 
 async def _read_offer(request: web.Request) -> RTCSessionDescription:
+    """The offer in the body, or `Refused` with the reason: the whole body however it
+    arrives (bounded), JSON within depth and size limits, an SDP apace will use."""
     if request.content_type != "application/json":
-        raise _error(web.HTTPUnsupportedMediaType,
-                     f"send the offer as application/json, not {request.content_type!r}")
-    if request.content_length is not None and request.content_length > MAX_OFFER_BYTES:
-        raise _too_large(request.content_length)
-    body = await request.content.read(MAX_OFFER_BYTES + 1)  # chunked bodies have no length
-    if len(body) > MAX_OFFER_BYTES:
-        raise _too_large(len(body))
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise _error(web.HTTPBadRequest, "the body is not valid JSON") from None
+        raise Refused(415, f"send the offer as application/json, not "
+                           f"{request.content_type[:64]!r}")
+    data = parse_json(await read_body(request, limit=MAX_OFFER_BYTES), max_bytes=MAX_OFFER_BYTES)
     if not isinstance(data, dict) or not isinstance(data.get("sdp"), str):
-        raise _error(web.HTTPBadRequest, "expected JSON {\"sdp\": string, \"type\": \"offer\"}")
+        raise Refused(400, "expected JSON {\"sdp\": string, \"type\": \"offer\"}")
     if data.get("type") != "offer":
-        raise _error(web.HTTPBadRequest, f"'type' must be \"offer\", got {data.get('type')!r}")
-    if "m=audio" not in data["sdp"]:
-        raise _error(web.HTTPBadRequest, "the offer has no audio (m=audio) section")
+        raise Refused(400, f"'type' must be \"offer\", got {str(data.get('type'))[:32]!r}")
+    check_offer(data["sdp"])
     return RTCSessionDescription(sdp=data["sdp"], type="offer")
 
 
 async def offer(request: web.Request) -> web.Response:
     sessions: Sessions = request.app[SESSIONS]
+    sessions.admit()  # before reading: a full server spends nothing on the body
     description = await _read_offer(request)
-    if len(sessions.live) >= sessions.options.max_sessions:
-        raise _error(web.HTTPServiceUnavailable,
-                     f"server full: {sessions.options.max_sessions} sessions are active; "
-                     "try again later")
-    servers = [RTCIceServer(urls=url) for url in sessions.options.stun]
+    sessions.admit()  # again: others may have been admitted while the body arrived
+    options = sessions.options
+    servers = [RTCIceServer(urls=url) for url in options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
-    session = Session(pc, sessions.engine, idle_timeout=sessions.options.idle_timeout_s,
-                      jitter_hold=sessions.options.jitter_hold,
+    session = Session(pc, sessions.engine, idle_timeout=options.idle_timeout_s,
+                      jitter_hold=options.jitter_hold, connect_timeout=options.connect_timeout_s,
+                      max_age=options.max_session_s,
                       on_turn=sessions.record_turn, on_heard=sessions.record_heard,
                       on_closed=sessions.forget)
     sessions.live[session.id] = session
+    session.begin()  # from now on the slot is bounded in time, whatever happens here
     try:
         await pc.setRemoteDescription(description)
         if session.task is None:
             raise ValueError("no audio track could be received from the offer")
         await pc.setLocalDescription(await pc.createAnswer())
     except Exception as error:  # aiortc raises many types for a malformed SDP
-        await session.close()
-        raise _error(web.HTTPBadRequest, f"cannot use this SDP offer: {error}") from None
+        await session.close("offer refused")
+        raise Refused(400, f"cannot use this SDP offer: {str(error)[:200]}") from None
     local = pc.localDescription
     return web.json_response({"sdp": local.sdp, "type": local.type, "session": session.id})
 
@@ -190,15 +225,16 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness plus what a leak would show: sessions, asyncio tasks, threads."""
-    import threading
-
+    """Liveness plus what a leak would show: sessions, asyncio tasks, threads, fds, RSS.
+    The names behind `?detail` need the credential (app.security.access)."""
     sessions: Sessions = request.app[SESSIONS]
     return web.json_response({
         "ok": True,
+        "draining": sessions.draining,
         "sessions": len(sessions.live),
         "tasks": len(asyncio.all_tasks()),
         "threads": threading.active_count(),
+        **_process_usage(),
         **({"task_names": sorted(_describe(t) for t in asyncio.all_tasks()),
             "thread_names": sorted(t.name for t in threading.enumerate())}
            if "detail" in request.query else {}),
@@ -210,11 +246,31 @@ def _describe(task: asyncio.Task[Any]) -> str:
     return getattr(coro, "__qualname__", None) or task.get_name()
 
 
-def make_app(engine: Engine, options: ServerOptions | None = None) -> web.Application:
-    app = web.Application(client_max_size=MAX_OFFER_BYTES)
+def _process_usage() -> dict[str, int]:
+    """Open file descriptors and resident memory, from /proc (empty where there is none)."""
+    try:
+        fds = len(os.listdir("/proc/self/fd"))
+        with open("/proc/self/statm") as statm:
+            rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return {}
+    return {"fds": fds, "rss_bytes": rss}
+
+
+def make_app(engine: Engine, options: ServerOptions | None = None,
+             access: acl.AccessPolicy | None = None) -> web.Application:
+    """The server. `access` defaults to loopback's: no credential, loopback Host names."""
     sessions = Sessions(engine, options or ServerOptions())
+    policy = access or acl.AccessPolicy()
+    # The access rules run inside `refusals`, so their refusals are answered (and counted).
+    app = web.Application(client_max_size=MAX_OFFER_BYTES,
+                          middlewares=[refusals(sessions.count_refusal), acl.middleware(policy)])
     app[SESSIONS] = sessions
+    app[ACCESS] = policy
+    app.on_response_prepare.append(acl.security_headers)
     app.router.add_get("/", index)
+    app.router.add_get("/pair", pair_page)
+    app.router.add_post("/pair", pair)
     app.router.add_get("/dashboard", dashboard)
     app.router.add_static("/static", WEB_DIR)
     app.router.add_post("/offer", offer)

@@ -66,16 +66,21 @@ class PacketJitterBuffer(JitterBuffer):
         return None
 
 
-async def mic_frames(track: MediaStreamTrack, idle_timeout: float) -> AsyncIterator[AudioFrame]:
+async def mic_frames(
+    track: MediaStreamTrack, idle_timeout: float, *, first_timeout: float | None = None,
+) -> AsyncIterator[AudioFrame]:
     """The browser's microphone as 20 ms pipeline frames; ends when the track does, or
-    when no audio arrives for `idle_timeout` seconds (a peer that went silent)."""
+    when no audio arrives for `idle_timeout` seconds (a peer that went silent, or was
+    frozen) — `first_timeout` for the first frame, if given."""
     resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
     pending = np.zeros(0, np.int16)
+    timeout = idle_timeout if first_timeout is None else first_timeout
     while True:
         try:
-            frame = await asyncio.wait_for(track.recv(), idle_timeout)
+            frame = await asyncio.wait_for(track.recv(), timeout)
         except (MediaStreamError, TimeoutError):
             return
+        timeout = idle_timeout
         for out in resampler.resample(frame):  # type: ignore[arg-type]
             pending = np.concatenate([pending, out.to_ndarray().reshape(-1).astype(np.int16)])
         while len(pending) >= FRAME_SAMPLES:

@@ -283,6 +283,7 @@ function onMessage(data) {
     case "barge_in": onBargeIn(); break;
     case "turn": onTurn(msg); break;
     case "error": onServerError(msg); break;
+    case "going_away": showNotice(`The server is ending this call: ${msg.message}`); break;
     case "pong": onPong(session, msg); break;
     case "timers": window.apaceTimers.update(msg.timers); break;
     case "timer_fired": window.apaceTimers.fired(msg); break;
