@@ -5,9 +5,9 @@ greedy decoding SmolLM2-135M answers every new question with an earlier assistan
 the history holds two or three copies of it, and an interrupted (cut) reply in the history
 makes the copy complete. Three guards, each pure and testable without a model:
 
-- `prompt_history`: the history the LLM reads — interrupted replies left out (the user
-  did not let them finish; a cut sentence is the easiest thing to copy), bounded to the
-  last few exchanges.
+- `prompt_history`: the history the LLM reads — interrupted exchanges left out (the user
+  did not let the reply finish; a cut sentence is the easiest thing to copy), bounded to
+  the last few exchanges.
 - `CopyGuard`: holds reply text back while it is still the start of an earlier reply, and
   calls a copy once it has followed one for long enough: the caller regenerates.
 - `sentence_budget`: spoken answers are one or two sentences unless the user asked for
@@ -28,8 +28,8 @@ class IntegrityOptions:
     max_exchanges: int = 4
     """Exchanges of history the LLM reads (the newest); a small model copies from more."""
     keep_interrupted: bool = False
-    """Keep interrupted replies (what was heard) in the prompt. Off: the exchange's user
-    message stays, its cut reply is left out."""
+    """Keep interrupted replies (what was heard) in the prompt. Off: the exchange is left
+    out of the prompt (it stays in the conversation's history)."""
     copy_guard: bool = True
     copy_words: int = 6
     """A reply that follows an earlier one word for word this far (or to its end, if it is
@@ -49,12 +49,20 @@ class IntegrityOptions:
 
 
 def prompt_history(history: Sequence[Message], options: IntegrityOptions) -> list[Message]:
-    """What the LLM reads of `history`: the newest `max_exchanges` exchanges, interrupted
-    replies left out unless `keep_interrupted`."""
-    kept = [m for m in history if options.keep_interrupted or not m.interrupted]
-    users = [i for i, m in enumerate(kept) if m.role == "user"]
+    """What the LLM reads of `history`: the newest `max_exchanges` exchanges; an exchange
+    whose reply was interrupted is left out whole unless `keep_interrupted` (its question
+    alone, a user turn with no answer, made Qwen2.5-0.5B answer the next question with
+    "Egypt is the capital of Egypt.")."""
+    kept: list[Message] = []
+    for message in history:
+        if message.interrupted and not options.keep_interrupted:
+            if kept and kept[-1].role == "user":
+                kept.pop()
+            continue
+        kept.append(message)
     if options.max_exchanges == 0:
         return []
+    users = [i for i, m in enumerate(kept) if m.role == "user"]
     if len(users) > options.max_exchanges:
         kept = kept[users[-options.max_exchanges]:]
     return kept

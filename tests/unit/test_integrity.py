@@ -29,10 +29,9 @@ def feed_tokens(guard: CopyGuard, text: str) -> str:
     return out + guard.finish()
 
 
-def test_interrupted_replies_are_left_out_of_the_prompt_but_their_questions_stay() -> None:
+def test_interrupted_exchanges_are_left_out_of_the_prompt_question_and_all() -> None:
     history = exchange("weather?", STUCK, interrupted=True) + exchange("hi", "Hello!")
-    assert prompt_history(history, IntegrityOptions()) == [
-        Message("user", "weather?"), *exchange("hi", "Hello!")]
+    assert prompt_history(history, IntegrityOptions()) == exchange("hi", "Hello!")
 
 
 def test_interrupted_replies_are_kept_when_asked() -> None:
