@@ -88,7 +88,17 @@ def summarise(result: QualityResult) -> dict[str, Any]:
         "sentences_p50": _median([float(t.score.sentences) for t in replied]),
         "errors": len(result.errors),
     }
+    out.update(_latency(turns))
+    # Who answered: a skill's turns (their own targets: right and fast) and the LLM's.
+    for who, mine in (("by_skill", [t for t in turns if t.skill is not None]),
+                      ("by_llm", [t for t in turns if t.skill is None])):
+        out[who] = {"turns": len(mine), **_right(mine), **_latency(mine)}
+    return out
+
+
+def _latency(turns: list[Any]) -> dict[str, Any]:
     # DESIGN counts TTFA only for a right reply: "ttfa_right" is that number.
+    out: dict[str, Any] = {}
     for key, attr, only_right in (("ttfa_client", "ttfa_client_ms", False),
                                   ("ttfa_server", "ttfa_server_ms", False),
                                   ("ttfa_right", "ttfa_client_ms", True)):
@@ -129,6 +139,17 @@ def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{refusals:>9}{_cell(s['spoken_s_p50'], 9)}"
             f"{_cell(s['sentences_p50'], 10)}{ttfa:>21}{_cell(server.get('p50'), 11, 0)}"
             f"{_cell(right.get('p50'), 10, 0)}")
+    lines.append("")
+    lines.append(f"{'who answered':<24}{'turns':>6}{'right%':>8}{'TTFA client p50/p95':>21}")
+    for name, s in summaries.items():
+        for who in ("by_skill", "by_llm"):
+            part = s.get(who)
+            if not part:
+                continue
+            client = part.get("ttfa_client", {})
+            ttfa = f"{client['p50']:.0f}/{client['p95']:.0f}" if client else "-"
+            label = f"{who.removeprefix('by_')}: {name}"
+            lines.append(f"{label:<24}{part['turns']:>6}{_cell(part.get('right_pct'), 8)}{ttfa:>21}")
     return lines
 
 

@@ -83,3 +83,10 @@ def test_compare_specs_become_named_flag_lists() -> None:
     for bad in (["--llm-model x"], ["=--x"], ["default=--x"], ["a=--x", "a=--y"]):
         with pytest.raises(ValueError, match="--compare"):
             parse_compare(bad)
+
+
+def test_the_report_splits_turns_by_who_answered(tmp_path: Path) -> None:
+    summary = summarise(_result())
+    skill, llm = summary["by_skill"], summary["by_llm"]
+    assert skill["turns"] + llm["turns"] == summary["turns"]
+    assert skill["turns"] == sum(t.skill is not None for t in _result().turns)
