@@ -265,3 +265,9 @@ def test_the_shipped_sets_cover_what_the_bench_promises() -> None:
     assert any(c.restart_before for c in tuned)
     assert sum(t.rule.refusal is True for t in turns) >= 3
     assert {c.name for c in conversation_set()} == {c.name for c in tuned + held}
+
+
+def test_a_joke_about_having_no_internet_is_not_a_refusal() -> None:
+    assert not is_refusal("Why was the computer sad? Because it had no Internet.")
+    assert is_refusal("I have no internet access, so I can't check that.")
+    assert is_refusal("I work offline, with no internet.")
