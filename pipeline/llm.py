@@ -51,11 +51,13 @@ class Responder(Protocol):
     def system_prompt(self) -> str: ...
 
     def reply(
-        self, history: Sequence[Message], user: str, draft: str | None = None
+        self, history: Sequence[Message], user: str, draft: str | None = None,
+        plain: bool = False,
     ) -> Iterator[str]:
         """Text pieces of the assistant's answer to `user` after `history`. `draft` is a
         reply we expect (it may be wrong): a hint that can make decoding faster, never a
-        change to what is generated."""
+        change to what is generated. `plain`: no tool call, words only (a model that takes
+        tools called one the user's words did not support)."""
         ...
 
     def warm(self, history: Sequence[Message]) -> None:
@@ -114,6 +116,7 @@ class LlamaResponder:
         self._stop = [eos] if eos else []
         self.tools = self.options.tools and "tools" in template
         """The template lays out tools: the skills are offered to the model as tools."""
+        self._call_bias: dict[int, float] | None = None
         self.tokens_generated = 0
         self.also_close: list[Callable[[], None]] = []
         """Closed with this responder (a draft model's context)."""
@@ -143,7 +146,8 @@ class LlamaResponder:
         return kept
 
     def reply(
-        self, history: Sequence[Message], user: str, draft: str | None = None
+        self, history: Sequence[Message], user: str, draft: str | None = None,
+        plain: bool = False,
     ) -> Iterator[str]:
         tokens = self._tokens(self.prompt(self.fit(history, user), user))
         if not self.options.reuse_kv:
@@ -165,6 +169,7 @@ class LlamaResponder:
             repeat_penalty=self.options.repeat_penalty,
             stop=self._stop,
             stream=True,
+            logit_bias=self._no_calls() if plain and self.tools else None,
         )
         try:
             for chunk in stream:
@@ -175,6 +180,18 @@ class LlamaResponder:
         finally:
             if drafter is not None:
                 drafter.finish(np.asarray(self.llama._input_ids, np.intc))
+
+    def _no_calls(self) -> dict[int, float]:
+        """Biases that keep a tool call from starting (the same prompt, so its KV is kept):
+        the `<tool_call>` token and every token that opens a JSON object. Built once."""
+        if self._call_bias is None:
+            llama = self.llama
+            ids = [i for i in range(llama.n_vocab())
+                   if llama.detokenize([i]).lstrip().startswith(b"{")]
+            tag = llama.tokenize(b"<tool_call>", add_bos=False, special=True)
+            self._call_bias = {i: -100.0 for i in [*ids, *tag[:1]]} if len(tag) == 1 else \
+                {i: -100.0 for i in ids}
+        return self._call_bias
 
     @property
     def drafter(self) -> Drafter | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -263,14 +264,16 @@ class Reply:
 
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
                       splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
-                      budget: int) -> None:
+                      budget: int, *, plain: bool = False) -> None:
+        reply = functools.partial(self.models.responder.reply, plain=True) if plain \
+            else self.models.responder.reply
         stream = self.models.llm_worker.stream(
-            self.models.responder.reply, history, self.transcript, draft,
-            priority=self.priority, gate=self._llm_gate,
+            reply, history, self.transcript, draft, priority=self.priority, gate=self._llm_gate,
         )
         first_token: float | None = None
         # A tool-calling LLM may answer with a call to a skill: held until it is clear.
-        call = "" if self.answer_skill is not None and _uses_tools(self.models.responder) else None
+        tools = not plain and self.answer_skill is not None and _uses_tools(self.models.responder)
+        call = "" if tools else None
         async with contextlib.aclosing(stream):
             async for piece in stream:
                 first_token = first_token or now()
@@ -286,8 +289,9 @@ class Reply:
                     return
                 if released and self._say(released, splitter, clauses, budget):
                     return  # the spoken-length budget is spent: stop the LLM
-        if call:
-            self._call_skill(call, splitter, clauses, budget)
+        if call and not self._call_skill(call, splitter, clauses, budget):
+            # A call the user's words do not support: answer in words instead.
+            await self._stream(history, None, guard, splitter, clauses, budget, plain=True)
         elif released := guard.finish():
             self._say(released, splitter, clauses, budget)
 
@@ -299,19 +303,19 @@ class Reply:
         return self._queue(splitter.feed(text), clauses, budget)
 
     def _call_skill(self, call: str, splitter: ClauseSplitter,
-                    clauses: asyncio.Queue[Clause | None], budget: int) -> None:
-        """The LLM called a tool: the skill answers the request the call stands for."""
-        assert self.answer_skill is not None
-        assert self.transcript is not None
+                    clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """The LLM called a tool: the skill answers the request the call stands for.
+        False when the call is not believed (or no skill answers it)."""
+        assert self.answer_skill is not None and self.transcript is not None
         request = request_for(call, self.transcript)
         skill = self.answer_skill(request) if request is not None else None
         log.info("tool call %r → %r → %s", call.strip()[:80], request, skill and skill.skill)
         if skill is None:
-            self._say("Sorry, I can't do that.", splitter, clauses, budget)
-            return
+            return False
         self.skill = skill
         self._act()
         self._say(skill.text, splitter, clauses, budget)
+        return True
 
     def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
         """Hand clauses to the speaker side; True once the reply's sentence budget (or its

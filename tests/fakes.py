@@ -68,6 +68,8 @@ class FakeResponder:
         self.histories: list[list[Message]] = []
         self.users: list[str] = []
         self.drafts: list[str | None] = []
+        self.plain: list[bool] = []
+        """Each reply's `plain` (no tool call allowed)."""
         self.threads: list[str] = []
         self.prefills: list[tuple[list[Message], str]] = []
         """(history, thread name) of each `prefill` call between turns."""
@@ -83,8 +85,10 @@ class FakeResponder:
         return "".join(self.pieces)
 
     def reply(
-        self, history: Sequence[Message], user: str, draft: str | None = None
+        self, history: Sequence[Message], user: str, draft: str | None = None,
+        plain: bool = False,
     ) -> Iterator[str]:
+        self.plain.append(plain)
         self.histories.append(list(history))
         self.users.append(user)
         self.drafts.append(draft)

@@ -30,8 +30,8 @@ class CopyingResponder(FakeResponder):
     def __init__(self) -> None:
         super().__init__(["unused"])
 
-    def reply(self, history: Sequence[Message], user: str, draft: str | None = None
-              ) -> Iterator[str]:
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
         self.histories.append(list(history))
         self.threads.append(threading.current_thread().name)
         text = history[-1].content if history else "Paris is the capital of France."
@@ -153,3 +153,32 @@ async def test_a_plain_answer_from_a_tool_model_is_spoken_as_usual(workers: Work
     await run(reply, speaker)
     assert reply.text == "Paris is the capital."
     assert " ".join(synthesizer.texts) == "Paris is the capital."
+
+
+class CallingResponder(FakeResponder):
+    """Takes tools, and calls one unless told to answer in words."""
+
+    tools = True
+
+    def __init__(self) -> None:
+        super().__init__(["unused"])
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        self.plain.append(plain)
+        yield from (["There are ", "8 planets."] if plain else
+                    ['{"name": "set_timer", ', '"arguments": {"duration": "20 minutes"}}'])
+
+
+async def test_a_tool_call_the_words_do_not_support_is_answered_in_words(
+    workers: Workers,
+) -> None:
+    responder = CallingResponder()
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="How many planets are there?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert responder.plain == [False, True]
+    assert reply.skill is None
+    assert reply.text == "There are 8 planets."
+    assert " ".join(synthesizer.texts) == "There are 8 planets."
