@@ -9,7 +9,7 @@ PYTHON ?= python3
 CACHE_DIR ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/apace
 # The CPU's flags are part of the key: llama.cpp is compiled for the CPU it is built on.
 # Only pyproject's packaging part counts: editing [tool.*] settings must not rebuild.
-SPEC_HASH := $(shell (sed '/^\[tool\./,$$d' pyproject.toml; cat .ci/venv-recipe; $(PYTHON) --version; grep -m1 '^flags' /proc/cpuinfo) | sha256sum | cut -c1-16)
+SPEC_HASH := $(shell (sed '/^\[tool\./,$$d' pyproject.toml; cat .ci/venv-recipe .ci/llama-flags; $(PYTHON) --version; grep -m1 '^flags' /proc/cpuinfo) | sha256sum | cut -c1-16)
 VENV_DIR := $(CACHE_DIR)/venv-$(SPEC_HASH)
 VENV := .venv
 BIN := $(VENV)/bin

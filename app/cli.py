@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from app.doctor import doctor_flags
+from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, store_dir
 from models.load import ModelChoice
 from models.locate import SPECS, ModelError, config_path, locate, tier_path
@@ -165,12 +167,36 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                             drain_timeout_s=args.drain_timeout)
     try:
         tls, access, pairing = secure(exposure, config_path().parent)
+        if args.wyoming is not None:  # the Wyoming server beside it, sharing the engine
+            from app.transports.flags import wyoming_options
+            from app.transports.wyoming.run import serve_with_wyoming
+
+            asyncio.run(serve_with_wyoming(
+                settings_from(args), options, wyoming_options(args, standalone=False),
+                host=args.host, port=args.port, loopback=args.loopback or args.host in
+                LOOPBACK_HOSTS, tls=tls, access=access, pairing=pairing, zeroconf=args.zeroconf))
+            return 0
         asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
                           loopback=args.loopback or args.host in LOOPBACK_HOSTS, tls=tls,
                           access=access, pairing=pairing))
     except ValueError as error:
         raise UsageError(str(error)) from None
     return 0
+
+
+def _cmd_wyoming(args: argparse.Namespace) -> int:
+    from app.transports.flags import run_wyoming_command
+
+    try:
+        return run_wyoming_command(args, settings_from(args))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from app.doctor import run
+
+    return run(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -191,7 +217,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--utterances {folder} is not a folder of WAV files")
     try:
         bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
-              out=Path(args.out), server_args=args.server_arg or ())
+              out=Path(args.out), server_args=args.server_arg or (),
+              transports=tuple(dict.fromkeys(args.transport or ["webrtc"])))
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -397,6 +424,12 @@ def _parser() -> argparse.ArgumentParser:
     talk.set_defaults(run=_cmd_talk)
     _serve_parser(sub.add_parser("serve", help="serve the talk page and WebRTC on this box"))
     _bench_parser(sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)"))
+    _wyoming_parser(sub.add_parser("wyoming", help="serve Home Assistant's Wyoming protocol "
+                                                   "(speech-to-text, text-to-speech, conversation)"))
+    doctor = sub.add_parser("doctor", help="check this box (CPU, memory, models, ports, TLS) "
+                                           "and say what to fix")
+    doctor_flags(doctor)
+    doctor.set_defaults(run=_cmd_doctor)
     models = sub.add_parser("models", help="list the models that will be used and the tiers")
     models.add_argument("--json", action="store_true")
     _model_flags(models)
@@ -432,6 +465,7 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
                             "up (in-order packets are never held; raise it on networks that "
                             "reorder; default %(default)s)")
     _serve_safety_flags(serve)
+    wyoming_flags(serve, standalone=False)
     _engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 
@@ -460,8 +494,17 @@ def _serve_safety_flags(serve: argparse.ArgumentParser) -> None:
                              "(default %(default)s)")
 
 
+def _wyoming_parser(wyoming: argparse.ArgumentParser) -> None:
+    wyoming_flags(wyoming, standalone=True)
+    _engine_flags(wyoming)
+    wyoming.set_defaults(run=_cmd_wyoming)
+
+
 def _bench_parser(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--url", help="bench a running server instead of starting one")
+    bench.add_argument("--transport", action="append", choices=("webrtc", "realtime"),
+                       help="the way in to measure: webrtc (default) and/or realtime (the "
+                            "OpenAI-Realtime websocket), all in one run (repeatable)")
     bench.add_argument("--ablate", action="store_true",
                        help="also run the whole engine off and each latency lever off")
     bench.add_argument("--utterances", metavar="DIR", help="WAV questions instead of the set")

@@ -30,6 +30,7 @@ from app.security.limits import Refused, parse_json, read_body, refusals
 from app.security.pairing import ACCESS, pair, pair_page
 from app.security.sdp import check_offer
 from app.session import Session
+from app.transports.realtime.route import add_realtime
 from pipeline.conversation import Turn
 from pipeline.engine import Engine
 from pipeline.timeline import TTFA_BROWSER
@@ -279,6 +280,7 @@ def make_app(engine: Engine, options: ServerOptions | None = None,
     app.router.add_get("/ws/dashboard", dash.feed)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", health)
+    add_realtime(app)  # GET /v1/realtime: the OpenAI-Realtime-compatible websocket
 
     async def on_shutdown(_app: web.Application) -> None:
         sessions.hub.close_all("server shutting down")

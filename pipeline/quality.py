@@ -27,7 +27,8 @@ _REFUSAL = re.compile(
     r"\b(?:can't|cannot|can not|couldn't|unable|not able|don't know|do not know"
     r"|(?:don't|do not|doesn't|does not) have (?:access|any access|a way|any way|the ability"
     r"|internet|an internet|a connection|real.time|live)"
-    r"|(?:i have|i've got|i've|there is|there's|with|have) no (?:access|internet|connection)|offline|not connected|not available|isn't available"
+    r"|(?:i have|i've got|i've|there is|there's|with|have) no (?:access|internet|connection)"
+    r"|offline|not connected|not available|isn't available"
     r"|without (?:internet|an internet|a connection|access))\b")
 
 STOPWORDS = frozenset("""

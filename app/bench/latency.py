@@ -10,6 +10,7 @@ run, the whole engine off and each latency lever off in turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ import numpy as np
 
 from app.client import Client
 from app.process import ServerProcess
+from app.transports.realtime.client import BenchClient, RealtimeClient
 from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import Pcm
 
@@ -127,7 +129,8 @@ class ConfigResult:
         return out
 
 
-async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[dict[str, Any]]:
+async def _ask(client: BenchClient, utterance: Utterance, settle_s: float
+               ) -> list[dict[str, Any]]:
     """Say one utterance; return the turn events it caused, with the client TTFA."""
     mark = len(client.events)
     speech_end = await client.say(utterance.pcm, utterance.speech_end)
@@ -155,9 +158,9 @@ async def _ask(client: Client, utterance: Utterance, settle_s: float) -> list[di
 
 
 async def run_config(url: str, name: str, flags: list[str], utterances: Sequence[Utterance],
-                     paused: Sequence[Utterance]) -> ConfigResult:
+                     paused: Sequence[Utterance], transport: str = "webrtc") -> ConfigResult:
     result = ConfigResult(name, flags)
-    async with Client(url) as client:
+    async with _client(url, transport) as client:
         await asyncio.sleep(0.5)
         for utterance in [*utterances, *paused]:
             # After a cut-off the rest of the question becomes a turn of its own a few
@@ -173,6 +176,11 @@ async def run_config(url: str, name: str, flags: list[str], utterances: Sequence
                               done_logprob=turns[0].get("done_logprob"))
             (result.paused if utterance.paused else result.turns).append(turn)
     return result
+
+
+def _client(url: str, transport: str) -> contextlib.AbstractAsyncContextManager[BenchClient]:
+    """The bench's client for `transport`: WebRTC (the browser's way in) or Realtime."""
+    return RealtimeClient(url) if transport == "realtime" else Client(url)
 
 
 def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], list[Utterance]]:
@@ -198,7 +206,10 @@ def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], 
 
 
 def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, out: Path,
-          server_args: Sequence[str] = ()) -> list[ConfigResult]:
+          server_args: Sequence[str] = (), transports: Sequence[str] = ("webrtc",)
+          ) -> list[ConfigResult]:
+    """`transports`: each is measured on all-on, against the same server in one run (the
+    first alone on the ablations); results past the first are named `all-on@NAME`."""
     from app.serve import use_loopback_candidates
 
     use_loopback_candidates()
@@ -210,20 +221,28 @@ def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, ou
     results = []
     for name, flags in configs:
         print(f"bench: {name} {' '.join(flags)}", flush=True)
+        ways = transports if name == "all-on" else transports[:1]
         if url is not None:
-            results.append(asyncio.run(run_config(url, name, flags, utterances, paused)))
+            results += [asyncio.run(run_config(url, _named(name, way, transports), flags,
+                                               utterances, paused, way)) for way in ways]
             break
         server = ServerProcess(*server_args, *flags)
         try:
-            result = asyncio.run(run_config(server.url, name, flags, utterances, paused))
-            result.stats = {"health": server.get("/healthz"),
-                            "engine": server.get("/api/stats").get("engine", {})}
+            for way in ways:
+                result = asyncio.run(run_config(server.url, _named(name, way, transports), flags,
+                                                utterances, paused, way))
+                result.stats = {"health": server.get("/healthz"),
+                                "engine": server.get("/api/stats").get("engine", {})}
+                results.append(result)
         finally:
             server.stop()
-        results.append(result)
         _save(results, out)  # a long --ablate run keeps what it measured if stopped
     report(results, out)
     return results
+
+
+def _named(name: str, transport: str, transports: Sequence[str]) -> str:
+    return name if transport == transports[0] else f"{name}@{transport}"
 
 
 def _save(results: list[ConfigResult], out: Path) -> dict[str, Any]:

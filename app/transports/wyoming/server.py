@@ -1,0 +1,186 @@
+"""The Wyoming TCP server: connections in, events framed and handed to a `Handler`.
+
+Wyoming has no authentication or encryption, by design: serve it on loopback, or on a
+trusted LAN with `allow` naming the networks Home Assistant connects from. Every limit
+is enforced here: connections (`max_connections`), idle time, a client that does not
+read (write timeout), and the framing limits of app.transports.wyoming.protocol. A stream
+that cannot be read on is answered with an `error` event saying why, then closed; a
+failing request gets an `error` event and the connection goes on. Nothing a client sends
+can end the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.transports.wyoming.conversations import Conversations
+from app.transports.wyoming.info import ProgramNames
+from app.transports.wyoming.protocol import Decoder, Event, FramingError, Limits, encode
+from app.transports.wyoming.service import Handler, ServiceOptions
+from pipeline.engine import Engine
+from pipeline.events import Pcm
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class WyomingOptions:
+    host: str = "127.0.0.1"
+    port: int = 10300
+    """Wyoming's customary port (Home Assistant's add-ons use 10200-10400)."""
+    allow: tuple[str, ...] = ()
+    """Client networks allowed to connect, e.g. ("192.168.1.0/24",); empty: any."""
+    max_connections: int = 16
+    idle_timeout_s: float = 300.0
+    """A connection that sends nothing this long is closed."""
+    write_timeout_s: float = 30.0
+    """A client that does not read what it asked for this long is disconnected."""
+    max_conversations: int = 4
+    """Conversations (llama contexts) kept open for `handle`; the least recently used
+    one is closed to open another."""
+    conversation_idle_s: float = 600.0
+    limits: Limits = field(default_factory=Limits)
+    service: ServiceOptions = field(default_factory=ServiceOptions)
+
+    def __post_init__(self) -> None:
+        for network in self.allow:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"not a network or address: {network!r} (e.g. 192.168.1.0/24)"
+                                 ) from None
+
+
+class WyomingServer:
+    def __init__(self, engine: Engine, names: ProgramNames, options: WyomingOptions | None = None,
+                 *, classify: Callable[[Pcm], bool] | None = None) -> None:
+        self.engine = engine
+        self.names = names
+        self.options = options or WyomingOptions()
+        self.classify = classify
+        self.conversations = Conversations(engine, max_open=self.options.max_conversations,
+                                           idle_s=self.options.conversation_idle_s)
+        self.port = self.options.port
+        self._networks = [ipaddress.ip_network(n, strict=False) for n in self.options.allow]
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Listen (raises ValueError naming the address when that fails)."""
+        try:
+            self._server = await asyncio.start_server(self._accept, self.options.host,
+                                                      self.options.port)
+        except OSError as error:
+            raise ValueError(f"cannot listen on {self.options.host}:{self.options.port} for "
+                             f"Wyoming: {error.strerror}") from None
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stop listening, end every connection and conversation. Cancel-safe."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections))
+        await self.conversations.close_all()
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # The connection runs in a task the server owns (and cancels on close); asyncio's
+        # own callback task ends here, so cancelling never reaches it.
+        task = asyncio.create_task(self._connection(reader, writer), name="wyoming-connection")
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        try:
+            refusal = self._refusal(writer.get_extra_info("peername"))
+            if refusal is not None:
+                writer.write(encode(Event("error", {"text": refusal[0], "code": refusal[1]})))
+                with contextlib.suppress(ConnectionError, TimeoutError):
+                    async with asyncio.timeout(self.options.write_timeout_s):
+                        await writer.drain()
+                return
+            await self._converse(reader, writer)
+        except (ConnectionError, TimeoutError) as error:
+            log.debug("wyoming connection ended: %r", error)
+        except Exception:
+            log.exception("wyoming connection failed")
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
+
+    def _refusal(self, peer: object) -> tuple[str, str] | None:
+        if len(self._connections) > self.options.max_connections:
+            return (f"server busy: {self.options.max_connections} connections are open",
+                    "busy")
+        if not self._networks:
+            return None
+        host = peer[0] if isinstance(peer, tuple) and peer else ""
+        try:
+            address = ipaddress.ip_address(str(host).partition("%")[0])
+        except ValueError:
+            return ("this client's address is not allowed", "forbidden")
+        if any(address in network for network in self._networks):
+            return None
+        return (f"{address} is not allowed to use this server (--wyoming-allow)", "forbidden")
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        lock = asyncio.Lock()
+
+        async def send(event: Event) -> None:
+            async with lock:  # (a synthesis streams audio while other events are answered)
+                writer.write(encode(event))
+                async with asyncio.timeout(self.options.write_timeout_s):
+                    await writer.drain()
+
+        handler = Handler(self.engine, self.names, self.conversations, send,
+                          self.options.service, self.classify)
+        decoder = Decoder(self.options.limits)
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.options.idle_timeout_s):
+                        chunk = await reader.read(READ_SIZE)
+                except TimeoutError:
+                    await send(Event("error", {"text": "idle too long: closing", "code": "idle"}))
+                    return
+                if not chunk:
+                    if decoder.mid_event:
+                        log.debug("wyoming client left in the middle of an event")
+                    return
+                try:
+                    events = decoder.feed(chunk)
+                except FramingError as error:
+                    await send(Event("error", {"text": f"{error.reason}: closing the connection",
+                                               "code": "bad-frame"}))
+                    return
+                for event in events:
+                    await self._answer(handler, event)
+        finally:
+            handler.close()
+
+    async def _answer(self, handler: Handler, event: Event) -> None:
+        """One event; an unexpected failure is reported to the client, never raised (a
+        broken connection is)."""
+        try:
+            await handler.handle(event)
+        except (ConnectionError, TimeoutError):
+            raise
+        except Exception:
+            log.exception("wyoming %s failed", event.type)
+            await handler.error(f"the server failed to answer {event.type!r}", "internal-error")

@@ -1,0 +1,122 @@
+"""What transports ask of a Conversation beyond the microphone (app.transports.turns):
+a turn given as audio or text, a client's interruption, the endpointer's events seen —
+each on the Conversation's own reply path."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from app.transports.turns import interrupt, start_turn, text_only, watch_endpoint
+from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
+from pipeline.speaker import Speaker
+from pipeline.timeline import ENDPOINT
+from tests.fakes import (
+    FakeResponder,
+    FakeSynthesizer,
+    FakeTranscriber,
+    Mic,
+    Workers,
+    any_sound,
+    conversation,
+    until,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+
+async def test_a_text_turn_skips_asr_and_enters_the_history(workers: Workers) -> None:
+    transcriber, responder = FakeTranscriber("never"), FakeResponder(["Four."])
+    conv, events = conversation(workers.models(transcriber, responder, FakeSynthesizer()),
+                                Speaker())
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)  # (the conversation starts running)
+        assert start_turn(conv, text="Two plus two?")
+        assert not start_turn(conv, text="again")  # one reply at a time
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert transcriber.calls == [] and responder.users == ["Two plus two?"]
+    assert [(m.role, m.content) for m in conv.history] == [("user", "Two plus two?"),
+                                                           ("assistant", "Four.")]
+    assert conv.turns[0].timeline.has(ENDPOINT)
+    assert ("transcript", {"text": "Two plus two?", "final": True}) in events
+
+
+async def test_an_audio_turn_is_transcribed_as_usual(workers: Workers) -> None:
+    transcriber = FakeTranscriber("Hello.")
+    conv, _ = conversation(workers.models(transcriber, FakeResponder(["Hi."]), FakeSynthesizer()),
+                           Speaker())
+    audio = np.full(7 * 320, 1000, np.int16)
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert start_turn(conv, audio=audio)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert transcriber.calls == [len(audio)]
+
+
+async def test_start_turn_needs_a_running_conversation(workers: Workers) -> None:
+    conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["x"]),
+                                          FakeSynthesizer()), Speaker())
+    assert not start_turn(conv, text="hello")
+
+
+async def test_interrupt_stops_the_reply_and_keeps_what_was_heard(workers: Workers) -> None:
+    words = [f"w{i} " for i in range(20)]
+    conv, events = conversation(workers.models(FakeTranscriber("Talk."), FakeResponder(words),
+                                               FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert start_turn(conv, text="Talk.")
+        await until(lambda: conv.speaker.queued_frames >= 10)
+        mic.play(10)  # 200 ms heard: two words of the fake voice
+        assert interrupt(conv, reason="client_cancelled")
+        assert conv.speaker.queued_frames == 0 and not conv.busy
+        assert not interrupt(conv)  # nothing left to interrupt
+    (turn,) = conv.turns
+    # What was heard: the played share of the clause (estimated from what was made of
+    # it so far), a prefix of the reply — never the whole of it.
+    heard = turn.heard.split()
+    assert turn.interrupted and 2 <= len(heard) <= 4 and turn.reply.split()[: len(heard)] == heard
+    assert conv.history[-1].interrupted
+    assert any(kind == "barge_in" and data["reason"] == "client_cancelled"
+               for kind, data in events)
+
+
+async def test_a_speculative_reply_is_not_the_clients_to_cancel(workers: Workers) -> None:
+    conv, _ = conversation(workers.models(FakeTranscriber("Hi."), FakeResponder(["Yo."]),
+                                          FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, 4)  # past the onset: a speculation runs, the turn goes on
+        assert conv.busy
+        assert not interrupt(conv)
+
+
+async def test_watch_endpoint_reports_events_before_the_conversation_acts(workers: Workers) -> None:
+    conv, _ = conversation(workers.models(FakeTranscriber("Hi."), FakeResponder(["Yo."]),
+                                          FakeSynthesizer()), Speaker())
+    seen: list[tuple[type[VadEvent], bool]] = []
+
+    def on_events(events: list[VadEvent]) -> None:
+        seen.extend((type(e), conv.busy) for e in events)
+
+    watch_endpoint(conv, on_events, any_sound)
+    async with Mic(conv) as mic:
+        await mic.say()
+    kinds = [kind for kind, _ in seen]
+    assert kinds == [SpeechStarted, SilenceOnset, Endpoint]
+    assert seen[1][1] is False  # told of the onset before the speculation started
+
+
+async def test_text_only_makes_no_audio(workers: Workers) -> None:
+    synthesizer = FakeSynthesizer()
+    conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["Fine, thanks."]),
+                                          synthesizer), Speaker())
+    text_only(conv)
+    async with Mic(conv):
+        await asyncio.sleep(0.01)
+        assert start_turn(conv, text="How are you?")
+        await until(lambda: len(conv.turns) == 1)
+    assert conv.turns[0].reply == "Fine, thanks." and synthesizer.texts == []
+    assert conv.speaker.queued_frames == 0
