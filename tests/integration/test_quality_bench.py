@@ -8,24 +8,14 @@ over: no Berlin, and a repeat of the first reply. The questions are spoken by th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
-import numpy as np
 import pytest
-from aiohttp import web
 
 from app.bench.conversations import parse_conversations
 from app.bench.latency import Utterance
 from app.bench.quality import RunningServer, RunOptions, run_config
 from app.bench.utterances import speak
-from app.serve import use_loopback_candidates
-from app.server import make_app
-from pipeline.conversation import ConversationOptions
-from pipeline.engine import ClosableResponder, Engine
-from pipeline.events import Pcm
 from pipeline.tts import PiperSynthesizer
-from pipeline.vad import VadOptions
-from tests.fakes import FakeResponder, FakeTranscriber
+from tests.integration.test_bench import synthetic_server  # noqa: F401, F811 (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -46,37 +36,6 @@ restart_before = true
 say = "What is the capital of France?"
 accept = ['\\bparis\\b']
 """
-
-
-class ToneSynthesizer:
-    """Speaks every clause as 0.5 s of a 440 Hz tone (a DC 'tone' would not survive Opus)."""
-
-    voice_id = "tone"
-
-    def synthesize(self, text: str) -> Iterator[Pcm]:
-        t = np.arange(8000) / 16000
-        yield (np.sin(2 * np.pi * 440 * t) * 8000).astype(np.int16)
-
-
-@pytest.fixture
-async def synthetic_server() -> AsyncIterator[str]:
-    use_loopback_candidates()
-    options = ConversationOptions(vad=VadOptions(endpoint_ms=300), speculate=False,
-                                  endpoint=None, partial_interval_s=None)
-    engine = Engine(
-        FakeTranscriber("What is the capital of France?", delay_s=0.2),
-        ToneSynthesizer(),
-        lambda: ClosableResponder(FakeResponder(["Paris is the capital."]), lambda: None),
-        options, tts_cache=False, reply_cache=False,
-    )
-    runner = web.AppRunner(make_app(engine))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
-    engine.close()
 
 
 class CountingServer(RunningServer):
