@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import jiwer
@@ -15,6 +16,7 @@ from models.load import load_synthesizer
 from models.locate import locate
 from pipeline.audio import write_wav
 from pipeline.tts import PiperSynthesizer, TtsOptions
+from tests.integration import synthetic
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +55,10 @@ def wer(reference: str, hypothesis: str) -> float:
     norm = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(),
                           jiwer.RemoveMultipleSpaces(), jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
     return float(jiwer.wer(reference, hypothesis, reference_transform=norm, hypothesis_transform=norm))
+
+
+@pytest.fixture
+async def synthetic_server() -> AsyncIterator[str]:
+    """The URL of a real server with scripted models and a known reply delay."""
+    async for url in synthetic.synthetic_server():
+        yield url

@@ -15,7 +15,6 @@ from app.bench.latency import Utterance
 from app.bench.quality import RunningServer, RunOptions, run_config
 from app.bench.utterances import speak
 from pipeline.tts import PiperSynthesizer
-from tests.integration.test_bench import synthetic_server  # noqa: F401, F811 (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
