@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 TOKEN = "pairing-token-for-tests-0123456789abcdefghij"
 Http = TestClient[web.Request, web.Application]
 PROTECTED = ["/api/turns", "/api/stats", "/metrics", "/dashboard", "/healthz?detail",
-             "/v1/realtime"]
+             "/v1/later"]
 OPEN = ["/", "/static/app.js", "/healthz", "/pair"]
 
 
@@ -41,7 +41,7 @@ async def _future_route(_request: web.Request) -> web.Response:
 
 async def _client(policy: AccessPolicy) -> Http:
     app = make_app(fake_engine(), access=policy)
-    app.router.add_get("/v1/realtime", _future_route)  # a route added later is covered too
+    app.router.add_get("/v1/later", _future_route)  # a route added later is covered too
     client: Http = TestClient(TestServer(app, host="127.0.0.1"))
     await client.start_server()
     return client
@@ -79,9 +79,10 @@ async def test_without_a_credential_everything_but_the_page_is_refused(paired: H
     async with paired.post("/offer", json={"sdp": "v=0", "type": "offer"}) as response:
         assert response.status == 401
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-        await paired.ws_connect("/ws/dashboard")
-    assert refused.value.status == 401
+    for socket in ("/ws/dashboard", "/v1/realtime"):
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await paired.ws_connect(socket)
+        assert refused.value.status == 401, socket
 
 
 async def test_a_bearer_token_opens_the_api_and_metrics(paired: Http) -> None:
