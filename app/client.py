@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import fractions
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +33,10 @@ class MicTrack(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self) -> None:
+    def __init__(self, mix: Callable[[Pcm], Pcm] | None = None) -> None:
         super().__init__()
+        self.mix = mix
+        """What the microphone adds to each frame sent: a room's sound, the reply's echo."""
         self._queue: list[tuple[Pcm, asyncio.Future[float] | None]] = []
         self._start: float | None = None
         self._pts = 0
@@ -70,6 +73,8 @@ class MicTrack(MediaStreamTrack):
         pcm, mark = self._queue.pop(0) if self._queue else (np.zeros(FRAME_SAMPLES, np.int16), None)
         if mark is not None and not mark.done():
             mark.set_result(now())
+        if self.mix is not None:
+            pcm = self.mix(pcm)
         frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = SAMPLE_RATE
         frame.pts = self._pts
@@ -96,10 +101,14 @@ class Received:
 class Client:
     """One WebRTC session with an apace server. Use `async with Client(url) as client`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, mix: Callable[[Pcm], Pcm] | None = None,
+                 hear: Callable[[av.AudioFrame], None] | None = None) -> None:
+        """`mix` and `hear`: a room around the client (app.bench.room_sounds.RoomMix):
+        what its microphone adds, and the reply audio its loudspeaker played."""
         self.url = url.rstrip("/")
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        self.mic = MicTrack()
+        self.mic = MicTrack(mix)
+        self._hear = hear
         self.received = Received()
         self.events: list[dict[str, Any]] = []
         self.new_event = asyncio.Event()
@@ -134,6 +143,8 @@ class Client:
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
+                if self._hear is not None:
+                    self._hear(frame)  # type: ignore[arg-type]
                 pcm = frame.to_ndarray().astype(np.float64) / 32768.0  # type: ignore[union-attr]
                 rms = float(np.sqrt(np.mean(pcm**2))) if pcm.size else 0.0
                 self.received.levels.append((now(), 20 * np.log10(rms) if rms > 0 else -120.0))

@@ -16,6 +16,7 @@ from models.load import (
     open_turn_detector,
 )
 from models.locate import Located
+from models.room import room_factory
 from pipeline.asr import AsrOptions
 from pipeline.conversation import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
@@ -42,6 +43,8 @@ class Settings:
     """Models take turns on the CPU instead of running at once (pipeline.workers.CpuLock)."""
     skills: bool = True
     """Built-in skills answer timers, lists, arithmetic, units, time and spelling."""
+    denoiser: str | None = "webrtc"
+    """Noise suppression of raw microphone audio: "webrtc", "rnnoise" or None."""
     data_dir: str | None = None
     """Where the shopping list and notes persist (None: pipeline.skills.lists default)."""
 
@@ -75,11 +78,13 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     detector = (open_turn_detector(located["turn"].path, threads if settings.share_cpu else 1)
                 if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
+    make_room = room_factory(settings.conversation.room, denoiser=settings.denoiser)
     skills, store = _skills(settings) if settings.skills else (None, None)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
                     tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
-                    share_cpu=settings.share_cpu, skills=skills, store=store)
+                    share_cpu=settings.share_cpu, skills=skills, store=store,
+                    make_room=make_room)
     return engine, located
 
 

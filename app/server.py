@@ -33,6 +33,7 @@ from app.session import Session
 from app.transports.realtime.route import add_realtime
 from pipeline.conversation import Turn
 from pipeline.engine import Engine
+from pipeline.room import Stream
 from pipeline.timeline import TTFA_BROWSER
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class Sessions:
         await asyncio.gather(*(s.close("server shutdown") for s in list(self.live.values())))
 
 
-async def _read_offer(request: web.Request) -> RTCSessionDescription:
+async def _read_offer(request: web.Request) -> tuple[RTCSessionDescription, Stream]:
     """The offer in the body, or `Refused` with the reason: the whole body however it
     arrives (bounded), JSON within depth and size limits, an SDP apace will use."""
     if request.content_type != "application/json":
@@ -176,21 +177,38 @@ async def _read_offer(request: web.Request) -> RTCSessionDescription:
         raise Refused(400, "expected JSON {\"sdp\": string, \"type\": \"offer\"}")
     if data.get("type") != "offer":
         raise Refused(400, f"'type' must be \"offer\", got {str(data.get('type'))[:32]!r}")
+    stream = _stream(data.get("processing"))
     check_offer(data["sdp"])
-    return RTCSessionDescription(sdp=data["sdp"], type="offer")
+    return RTCSessionDescription(sdp=data["sdp"], type="offer"), stream
+
+
+PROCESSING = ("noiseSuppression", "echoCancellation", "autoGainControl")
+
+
+def _stream(processing: object) -> Stream:
+    """The offer's `processing`: what the browser says it did to the microphone (its
+    track settings); absent: raw audio, conditioned here."""
+    if processing is None:
+        return Stream()
+    if not isinstance(processing, dict) or any(
+            key not in PROCESSING or not isinstance(value, bool)
+            for key, value in processing.items()):
+        raise Refused(400, "'processing' must be an object of booleans named "
+                      + ", ".join(PROCESSING))
+    return Stream(processed=processing.get("noiseSuppression", False))
 
 
 async def offer(request: web.Request) -> web.Response:
     sessions: Sessions = request.app[SESSIONS]
     sessions.admit()  # before reading: a full server spends nothing on the body
-    description = await _read_offer(request)
+    description, stream = await _read_offer(request)
     sessions.admit()  # again: others may have been admitted while the body arrived
     options = sessions.options
     servers = [RTCIceServer(urls=url) for url in options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     session = Session(pc, sessions.engine, idle_timeout=options.idle_timeout_s,
                       jitter_hold=options.jitter_hold, connect_timeout=options.connect_timeout_s,
-                      max_age=options.max_session_s,
+                      max_age=options.max_session_s, stream=stream,
                       on_turn=sessions.record_turn, on_heard=sessions.record_heard,
                       on_closed=sessions.forget)
     sessions.live[session.id] = session

@@ -26,6 +26,7 @@ from app.security.limits import RateLimit, Refused, parse_json
 from app.webrtc import SpeakerTrack, mic_frames, shorten_jitter_buffer
 from pipeline.conversation import Conversation, Turn
 from pipeline.engine import Engine
+from pipeline.room import Stream
 from pipeline.speaker import Speaker
 from pipeline.timeline import TTFA_BROWSER, now
 
@@ -57,6 +58,7 @@ class Session:
         jitter_hold: int = 1,
         connect_timeout: float = 15.0,
         max_age: float = 3600.0,
+        stream: Stream | None = None,
     ) -> None:
         self.id = next(_ids)
         self.jitter_hold = jitter_hold
@@ -65,6 +67,8 @@ class Session:
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
         self.max_age = max_age
+        self.stream = stream or Stream()
+        """What the browser did to the microphone (the room gate's per-stream settings)."""
         self.speaker = Speaker()
         self.speaker_track = SpeakerTrack(self.speaker)
         self.channel: RTCDataChannel | None = None
@@ -110,7 +114,8 @@ class Session:
     async def _converse(self, track: MediaStreamTrack) -> None:
         try:
             async with self.engine.open(self.speaker, emit=self.emit,
-                                        on_turn=lambda turn: self._on_turn(self, turn)) as conv:
+                                        on_turn=lambda turn: self._on_turn(self, turn),
+                                        stream=self.stream) as conv:
                 self.conversation = conv
                 self.emit("ready", {})
                 # The idle clock runs from the offer, not from when the context was ready.

@@ -20,6 +20,7 @@ from pipeline.audio import AudioError, frames, read_wav
 from pipeline.conversation import Conversation, Turn
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, AudioFrame, Pcm
+from pipeline.room import Stream
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 from pipeline.vad import webrtc_classifier
@@ -67,7 +68,8 @@ async def talk(engine: Engine, questions: Sequence[Pcm], *, fast: bool = False) 
     """Play the questions into one conversation; wait for each reply before the next."""
     speaker = Speaker()
     collected: list[Pcm] = []
-    async with engine.open(speaker) as conversation:
+    # A file's question may begin at once: no room to hear before it.
+    async with engine.open(speaker, stream=Stream(speech_at_once=True)) as conversation:
         clock = _Clock(fast)
         feed = _feed(conversation, speaker, questions, clock, collected)
         await conversation.run(feed)

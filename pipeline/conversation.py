@@ -28,6 +28,7 @@ from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
 from pipeline.reply import Emit, Models, Reply
+from pipeline.room import Room, RoomOptions
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
@@ -43,8 +44,13 @@ class ConversationOptions:
     vad: VadOptions = field(default_factory=VadOptions)
     speculate: bool = True
     """Start the reply at silence onset and play it at the endpoint (DESIGN.md lever 1)."""
-    barge_in_ms: int = 300
-    """Voiced audio needed to interrupt the assistant: a cough or echo is shorter."""
+    barge_in_ms: int = 200
+    """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
+    gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
+    bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
+    200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
+    room: RoomOptions = field(default_factory=RoomOptions)
+    """Telling the user from the room: its noise, background talk, our own echo."""
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
@@ -97,11 +103,17 @@ class Conversation:
         reply_cache: ReplyCache | None = None,
         skills: Skills | None = None,
         timers: Timers | None = None,
+        room: Room | None = None,
     ) -> None:
         self.models = models
         self.speaker = speaker
         self.options = options or ConversationOptions()
-        self.endpointer = Endpointer(self.options.vad)
+        self.room = room
+        """This stream's room gate (`room.conditioning`: the transport's flag); None:
+        webrtcvad alone (scripted audio in tests)."""
+        self.endpointer = Endpointer(self.options.vad, room=room)
+        if room is not None:
+            speaker.played = room.played  # the echo reference: what the room hears
         self.emit = emit or _ignore
         self.on_turn = on_turn
         self.history: list[Message] = []
@@ -336,7 +348,7 @@ class Conversation:
             or reply.speculative
             or not self.busy
             or not self.endpointer.speaking
-            or self.endpointer.voiced_ms < self.options.barge_in_ms
+            or self.endpointer.confirmed_ms < self.options.barge_in_ms
         ):
             return
         self.barge_ins += 1

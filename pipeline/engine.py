@@ -20,6 +20,7 @@ from pipeline.conversation import Conversation, ConversationOptions, Turn
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
 from pipeline.reply import Emit, Models
+from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
 from pipeline.skills.lists import ListStore
 from pipeline.speaker import Speaker
@@ -54,6 +55,7 @@ class Engine:
         share_cpu: bool = True,
         skills: Sequence[Skill] | None = None,
         store: ListStore | None = None,
+        make_room: Callable[[Stream], Room] | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -74,6 +76,8 @@ class Engine:
         """Stateless skills shared by every conversation (None: no skills at all); each
         conversation adds its own timers and the shared list store."""
         self.store = store
+        self.make_room = make_room
+        """Each conversation's room gate with its models (None: the pure gate alone)."""
 
     async def warm(self) -> None:
         """Exercise ASR and TTS once so that no user pays for first-call set-up."""
@@ -89,9 +93,11 @@ class Engine:
     @contextlib.asynccontextmanager
     async def open(
         self, speaker: Speaker, emit: Emit | None = None,
-        on_turn: Callable[[Turn], None] | None = None,
+        on_turn: Callable[[Turn], None] | None = None, stream: Stream | None = None,
     ) -> AsyncIterator[Conversation]:
-        """A conversation with its own llama context, warmed; closed on exit."""
+        """A conversation with its own llama context, warmed; closed on exit. `stream`:
+        what the transport knows of its microphone audio (the room gate's per-stream
+        settings; default: raw audio from a session opened before anyone speaks)."""
         llm_worker = ModelWorker("llm", self.cpu)
         opened: ClosableResponder | None = None
         try:
@@ -105,10 +111,15 @@ class Engine:
                       if timers is not None and self.skills is not None else None)
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
                                stats=self.stats, reply_cache=self.reply_cache,
-                               skills=skills, timers=timers)
+                               skills=skills, timers=timers,
+                               room=self.room(stream or Stream()))
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             llm_worker.close(opened.close if opened is not None else None, wait=0)
+
+    def room(self, stream: Stream) -> Room | None:
+        """A fresh room gate for one stream (None: the engine has none)."""
+        return self.make_room(stream) if self.make_room is not None else None
 
     def clear_caches(self) -> None:
         """A setting that changes answers or voices changed: forget cached replies/audio."""

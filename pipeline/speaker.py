@@ -24,6 +24,8 @@ class Speaker:
         self._frames: deque[tuple[Pcm, int, OnPlayed | None]] = deque()
         self._interjected = 0
         """Frames at the front of the queue that were interjected (a timer ringing)."""
+        self.played: Callable[[Pcm], None] | None = None
+        """Told of every frame as it leaves: what the room hears (the echo reference)."""
 
     def push(self, pcm: Pcm, on_played: OnPlayed | None = None) -> None:
         """Queue audio; a trailing part under 20 ms is padded with silence."""
@@ -46,6 +48,8 @@ class Speaker:
         self._interjected = max(0, self._interjected - 1)
         if on_played is not None:
             on_played(real)
+        if self.played is not None:
+            self.played(frame)
         return frame
 
     def clear(self) -> int:

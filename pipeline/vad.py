@@ -5,6 +5,10 @@
 
 `SilenceOnset` is tentative (the reply may be prepared but not played); `Endpoint` is final.
 The state machine is plain synchronous code: feed it frames and a voiced/unvoiced verdict.
+
+Starting is stricter than going on. With a `Room` (pipeline.room), each frame gets two
+verdicts: *confirmed* starts a turn, resumes one after a pause, and counts toward a
+barge-in (`confirmed_ms`); *voiced* keeps a turn going. Without one, both are webrtcvad's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pipeline.events import (
     SpeechStarted,
     VadEvent,
 )
+from pipeline.room import Room
 
 LEVEL_DECAY_DB = 0.5
 """How fast the tracked speech level falls per voiced frame (20 ms): 25 dB/s."""
@@ -86,13 +91,25 @@ class Endpointer:
     """Turns 20 ms frames into speech events. Not thread-safe; cheap enough for the loop."""
 
     def __init__(
-        self, options: VadOptions | None = None, classify: Callable[[Pcm], bool] | None = None
+        self, options: VadOptions | None = None, classify: Callable[[Pcm], bool] | None = None,
+        room: Room | None = None,
     ) -> None:
         self.options = options or VadOptions()
         self._classify = classify or webrtc_classifier(self.options.aggressiveness)
+        self.room = room
+        self.heard: Pcm = np.zeros(0, np.int16)
+        """The last frame pushed as it was heard: conditioned, with a room that does it."""
+        enabled = room is not None and room.options.enabled
+        self._min_turn_ms = room.options.min_turn_ms if room is not None and enabled else 0
+        self._resume_ms = max(self.options.resume_ms,
+                              room.options.resume_ms if room is not None and enabled else 0)
+        # The strict start (Silero must agree) comes later into a word than webrtcvad's: the
+        # first word's onset would fall before the pre-roll ("Which planet" → "Each planet").
+        self._pre_roll_ms = self.options.pre_roll_ms + (
+            room.options.start_lag_ms if room is not None and enabled else 0)
         self.endpoint_ms = self.options.endpoint_ms
         self._window: deque[tuple[AudioFrame, bool]] = deque(
-            maxlen=max(self.options.pre_roll_ms, self.options.start_window_ms) // FRAME_MS
+            maxlen=max(self._pre_roll_ms, self.options.start_window_ms) // FRAME_MS
         )
         self._state = _State.IDLE
         self._utterance: list[Pcm] = []
@@ -110,6 +127,12 @@ class Endpointer:
         return self._voiced_frames * FRAME_MS
 
     @property
+    def confirmed_ms(self) -> int:
+        """Audio in the current utterance that passed the strict (start) check: what a
+        barge-in must reach. Without a room, the same as `voiced_ms`."""
+        return self._confirmed_frames * FRAME_MS
+
+    @property
     def pausing(self) -> bool:
         """True between a silence onset and the endpoint (or resumed speech)."""
         return self._state is _State.PAUSING
@@ -124,11 +147,27 @@ class Endpointer:
         return self._audio()
 
     def push(self, frame: AudioFrame) -> list[VadEvent]:
-        """Classify one frame and advance; returns the events it caused (usually none)."""
-        voiced = self._classify(frame.pcm)
+        """Classify one frame and advance; returns the events it caused (usually none).
+        With a room, the frame is conditioned first and its audio is what is kept."""
+        room = self.room
+        if room is None or not room.options.enabled:
+            self.heard = frame.pcm
+            voiced = self._classify(frame.pcm)
+            if voiced and self.options.speech_floor_db:
+                voiced = self._above_floor(rms_dbfs(frame.pcm))
+            return self.advance(frame, voiced)
+        pcm = self.heard = room.condition(frame.pcm)
+        if pcm is not frame.pcm:
+            frame = AudioFrame(pcm, frame.t)
+        heard = room.judge(pcm, frame.t, self._classify(pcm), in_utterance=self.speaking)
+        voiced = heard.voiced
         if voiced and self.options.speech_floor_db:
-            voiced = self._above_floor(rms_dbfs(frame.pcm))
-        return self.advance(frame, voiced)
+            voiced = self._above_floor(rms_dbfs(pcm))
+        events = self.advance(frame, voiced, confirmed=voiced and heard.confirmed,
+                              resumes=voiced and heard.resumes)
+        if any(isinstance(event, Endpoint) for event in events):
+            room.utterance_ended(frame.t)
+        return events
 
     def _above_floor(self, level: float) -> bool:
         """Track the utterance's speech level (a peak that decays 25 dB/s of voice) and
@@ -136,13 +175,20 @@ class Endpointer:
         self._level = max(level, self._level - LEVEL_DECAY_DB)
         return bool(level >= self._level - self.options.speech_floor_db)
 
-    def advance(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
-        """Advance the state machine with a frame already classified."""
+    def advance(self, frame: AudioFrame, voiced: bool, confirmed: bool | None = None,
+                resumes: bool | None = None) -> list[VadEvent]:
+        """Advance the state machine with a frame already classified: `voiced` keeps a
+        turn going, `confirmed` (default: `voiced`) starts one and counts toward a
+        barge-in, `resumes` (default: `confirmed`) resumes one after its silence onset."""
+        confirmed = voiced if confirmed is None else confirmed
+        resumes = confirmed if resumes is None else resumes
         if self._state is _State.IDLE:
-            return self._idle(frame, voiced)
+            return self._idle(frame, confirmed)
         self._utterance.append(frame.pcm)
         if voiced:
             self._voiced_frames += 1
+        if confirmed:
+            self._confirmed_frames += 1
         events: list[VadEvent] = []
         if self._state is _State.SPEAKING:
             if voiced:
@@ -153,19 +199,24 @@ class Endpointer:
                 if self._silent_ms >= self.options.onset_ms:
                     self._state = _State.PAUSING
                     self._resume_frames = 0
-                    events.append(SilenceOnset(frame.t, self._last_voiced, self._audio()))
+                    # Too little confirmed speech yet to be a turn: pause without telling.
+                    self._held = self.confirmed_ms < self._min_turn_ms
+                    if not self._held:
+                        events.append(SilenceOnset(frame.t, self._last_voiced, self._audio()))
         else:  # PAUSING: a blip of voice does not end the pause; sustained voice does.
             self._silent_ms += FRAME_MS
             # Consecutive voiced frames only: scattered clicks must not add up to a resume.
-            self._resume_frames = self._resume_frames + 1 if voiced else 0
-            if voiced:
-                if self._resume_frames * FRAME_MS >= self.options.resume_ms:
+            self._resume_frames = self._resume_frames + 1 if resumes else 0
+            if resumes:
+                if self._resume_frames * FRAME_MS >= self._resume_ms:
                     self._state = _State.SPEAKING
                     self._last_voiced = frame.t
                     self._silent_ms = 0
-                    events.append(SpeechResumed(frame.t))
+                    if not self._held:
+                        events.append(SpeechResumed(frame.t))
         if self._state is _State.PAUSING and self._silent_ms >= self.endpoint_ms:
-            events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
+            if not self._held:  # a held utterance ends unheard: it was the room
+                events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
             self._reset()
         elif self._state is not _State.IDLE and self._too_long():
             events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
@@ -178,9 +229,9 @@ class Endpointer:
         if sum(v for _, v in window) * FRAME_MS < self.options.start_ms:
             return []
         first_voiced = next(f for f, v in window if v)
-        pre_roll = list(self._window)[-(self.options.pre_roll_ms // FRAME_MS) :]
+        pre_roll = list(self._window)[-(self._pre_roll_ms // FRAME_MS) :]
         self._utterance = [f.pcm for f, _ in pre_roll]
-        self._voiced_frames = sum(v for _, v in window)
+        self._voiced_frames = self._confirmed_frames = sum(v for _, v in window)
         self._started = first_voiced.t - FRAME_MS / 1000
         self._last_voiced = frame.t if voiced else first_voiced.t
         self._silent_ms = 0
@@ -198,6 +249,8 @@ class Endpointer:
         self._state = _State.IDLE
         self._utterance = []
         self._voiced_frames = 0
+        self._confirmed_frames = 0
+        self._held = False
         self._resume_frames = 0
         self._silent_ms = 0
         self._started = 0.0

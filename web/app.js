@@ -72,7 +72,7 @@ async function connect() {
     s.mic.getAudioTracks().forEach((track) => s.pc.addTrack(track, s.mic));
     s.dc = s.pc.createDataChannel("apace", { ordered: true });
     wirePeer(s);
-    const answer = await negotiate(s.pc);
+    const answer = await negotiate(s.pc, processing(s.mic));
     if (session !== s) return;
     await s.pc.setRemoteDescription(answer);
   } catch (err) {
@@ -101,15 +101,27 @@ async function openMic() {
   }
 }
 
+// What the browser did to the microphone itself (it may refuse what was asked): the
+// server suppresses noise only where the browser did not.
+function processing(mic) {
+  const track = mic.getAudioTracks()[0];
+  const settings = track && track.getSettings ? track.getSettings() : {};
+  const said = {};
+  for (const key of ["noiseSuppression", "echoCancellation", "autoGainControl"]) {
+    if (typeof settings[key] === "boolean") said[key] = settings[key];
+  }
+  return said;
+}
+
 // aiortc does not take trickled candidates, so send the offer only once it
 // holds them all (or after 2 s, with whatever has been gathered by then).
-async function negotiate(pc) {
+async function negotiate(pc, processing) {
   await pc.setLocalDescription(await pc.createOffer());
   await waitForIce(pc, 2000);
   const res = await fetch("/offer", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ sdp: pc.localDescription.sdp, type: pc.localDescription.type }),
+    body: JSON.stringify({ sdp: pc.localDescription.sdp, type: pc.localDescription.type, processing }),
   });
   if (!res.ok) {
     let reason = `${res.status} ${res.statusText}`;

@@ -26,6 +26,7 @@ import numpy as np
 
 from pipeline.conversation import Conversation
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
+from pipeline.room import Room
 from pipeline.timeline import ENDPOINT, now
 from pipeline.vad import Endpointer, VadOptions
 
@@ -94,8 +95,8 @@ class WatchedEndpointer(Endpointer):
     the conversation acts on it."""
 
     def __init__(self, options: VadOptions, on_events: Callable[[list[VadEvent]], None],
-                 classify: Callable[[Pcm], bool] | None = None) -> None:
-        super().__init__(options, classify)
+                 classify: Callable[[Pcm], bool] | None = None, room: Room | None = None) -> None:
+        super().__init__(options, classify, room=room)
         self._on_events = on_events
 
     def push(self, frame: AudioFrame) -> list[VadEvent]:
@@ -109,7 +110,8 @@ def watch_endpoint(conversation: Conversation, on_events: Callable[[list[VadEven
                    classify: Callable[[Pcm], bool] | None = None) -> None:
     """Report the endpointer's events to `on_events` (call before `run`). `classify`
     replaces webrtcvad (tests)."""
-    conversation.endpointer = WatchedEndpointer(conversation.options.vad, on_events, classify)
+    conversation.endpointer = WatchedEndpointer(conversation.options.vad, on_events, classify,
+                                                room=conversation.room)
 
 
 def text_only(conversation: Conversation) -> None:

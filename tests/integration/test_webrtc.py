@@ -149,8 +149,14 @@ asyncio.run(main())
         (b'["a list"]', "application/json", 400),
         (json.dumps({"sdp": "x" * 1_000_000, "type": "offer"}).encode(), "application/json", 413),
         (b'{"sdp": "v=0", "type": "offer"}', "text/plain", 415),
+        (b'{"sdp": "v=0", "type": "offer", "processing": "yes"}', "application/json", 400),
+        (b'{"sdp": "v=0", "type": "offer", "processing": {"noiseSuppression": 1}}',
+         "application/json", 400),
+        (b'{"sdp": "v=0", "type": "offer", "processing": {"gain": true}}', "application/json",
+         400),
     ],
-    ids=["not-json", "missing-sdp", "garbage-sdp", "wrong-type", "not-object", "1MB", "content-type"],
+    ids=["not-json", "missing-sdp", "garbage-sdp", "wrong-type", "not-object", "1MB", "content-type",
+         "processing-not-object", "processing-not-bool", "processing-unknown"],
 )
 def test_bad_offer_gets_4xx_with_a_reason(server, body: bytes, content_type: str, status: int) -> None:
     code, reply = server.post("/offer", body, content_type)

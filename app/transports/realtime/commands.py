@@ -40,6 +40,9 @@ def dispatch(session: RealtimeSession, data: dict[str, Any]) -> None:
 
 def session_update(session: RealtimeSession, data: dict[str, Any]) -> None:
     session.config = apply_update(session.config, data.get("session"))
+    room = session.conversation.room if session.conversation is not None else None
+    if room is not None:  # the client says whether it suppressed noise itself
+        room.conditioning = session.config.noise_reduction and room.options.conditioning
     session.post({"type": "session.updated", "event_id": event_id(),
                   "session": session.session_object()})
 

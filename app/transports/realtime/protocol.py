@@ -61,11 +61,13 @@ class SessionConfig:
     """output_modalities ["audio"] (the transcript streams beside it) or ["text"]."""
     instructions: str | None = None
     """Kept and echoed only: apace's system prompt is the server's (--system-prompt)."""
+    noise_reduction: bool = True
+    """Suppress noise in the input (`audio.input.noise_reduction`; null: the client did)."""
 
 
 def apply_update(config: SessionConfig, session: object) -> SessionConfig:
     """`session.update`'s `session` applied to `config`; raises ClientError naming the field
-    apace cannot honour. Fields apace has no use for (voice, tools, noise reduction) are
+    apace cannot honour. Fields apace has no use for (voice, tools) are
     accepted and left out of the effective session it reports back."""
     if not isinstance(session, dict):
         raise ClientError("'session' must be an object", param="session")
@@ -93,7 +95,19 @@ def apply_update(config: SessionConfig, session: object) -> SessionConfig:
             _check_format(part["format"], f"session.audio.{side}.format")
         if side == "input" and "turn_detection" in part:
             config = replace(config, server_vad=_turn_detection(part["turn_detection"]))
+        if side == "input" and "noise_reduction" in part:
+            config = replace(config, noise_reduction=_noise_reduction(part["noise_reduction"]))
     return config
+
+
+def _noise_reduction(value: object) -> bool:
+    """near_field / far_field: apace's suppression (one kind for both); null: none."""
+    if value is None:
+        return False
+    if not isinstance(value, dict) or value.get("type") not in ("near_field", "far_field"):
+        raise ClientError("noise_reduction must be null or {\"type\": \"near_field\" or "
+                          "\"far_field\"}", param="session.audio.input.noise_reduction")
+    return True
 
 
 def _modalities(value: object) -> bool:
@@ -140,7 +154,9 @@ def session_object(config: SessionConfig, session_id: str, *, voice: str, silenc
             "output_modalities": ["audio"] if config.audio_out else ["text"],
             "instructions": config.instructions or "",
             "audio": {"input": {"format": AUDIO_FORMAT, "turn_detection": turn_detection,
-                                "transcription": {"model": "whisper"}},
+                                "transcription": {"model": "whisper"},
+                                "noise_reduction": ({"type": "near_field"}
+                                                    if config.noise_reduction else None)},
                       "output": {"format": AUDIO_FORMAT, "voice": voice}},
             "tools": [], "tool_choice": "auto"}
 

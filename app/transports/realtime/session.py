@@ -38,6 +38,7 @@ from app.transports.turns import watch_endpoint
 from pipeline.conversation import Conversation, Turn
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SpeechStarted, VadEvent
+from pipeline.room import Stream
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 
@@ -100,8 +101,9 @@ class RealtimeSession:
         inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(messages, inbox), name="realtime-pump")
         try:
-            async with self.engine.open(self.speaker, emit=self._emit,
-                                        on_turn=self.on_turn) as conversation:
+            # A client may stream its microphone from the first event on.
+            async with self.engine.open(self.speaker, emit=self._emit, on_turn=self.on_turn,
+                                        stream=Stream(speech_at_once=True)) as conversation:
                 self.conversation = conversation
                 watch_endpoint(conversation, self._on_vad, self.classify)
                 self.post({"type": "session.created", "event_id": event_id(),

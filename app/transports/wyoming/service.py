@@ -37,6 +37,7 @@ from app.transports.wyoming.protocol import Event
 from pipeline.clauses import ClauseSplitter
 from pipeline.engine import Engine
 from pipeline.events import SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SilenceOnset
+from pipeline.room import Stream
 from pipeline.timeline import now
 from pipeline.vad import Endpointer
 from pipeline.workers import Priority
@@ -78,7 +79,9 @@ class Listening:
         self.options = options
         self.inbound = Inbound(fmt)
         self.frames: list[Pcm] = []
-        self.endpointer = Endpointer(engine.options.vad, classify)
+        # A satellite streams from its wake word on: the question may start at once.
+        room = engine.room(Stream(speech_at_once=True)) if classify is None else None
+        self.endpointer = Endpointer(engine.options.vad, classify, room=room)
         self.speculation: asyncio.Task[str] | None = None
         self.speculated = 0
         """Speculative transcriptions started (one per silence the user then kept)."""
@@ -92,8 +95,9 @@ class Listening:
 
     def _take(self, frames: list[Pcm]) -> None:
         for pcm in frames:
-            self.frames.append(pcm)
-            for event in self.endpointer.push(AudioFrame(pcm, now())):
+            events = self.endpointer.push(AudioFrame(pcm, now()))
+            self.frames.append(self.endpointer.heard)  # noise-suppressed where it is raw
+            for event in events:
                 if isinstance(event, SilenceOnset) and self.options.speculate:
                     self._speculate(event.audio)
                 elif not isinstance(event, Endpoint):  # speech started or resumed

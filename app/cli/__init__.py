@@ -1,4 +1,4 @@
-"""The `apace` command line: talk, models, serve, bench."""
+"""The `apace` command line: talk, models, serve, wyoming, doctor (bench: app/cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from app.cli.bench import bench_flags
+from app.cli.errors import UsageError
 from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, store_dir
@@ -23,16 +25,13 @@ from pipeline.conversation import ConversationOptions
 from pipeline.endpointing import EndpointOptions
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import LlmOptions
+from pipeline.room import RoomOptions
 from pipeline.skills.lists import ListStoreError
 from pipeline.timeline import METRICS
 from pipeline.tts import TtsOptions
 from pipeline.vad import VadOptions
 
 log = logging.getLogger("apace")
-
-
-class UsageError(Exception):
-    """A bad command-line value; the message names it and the fix."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,7 +95,9 @@ def settings_from(args: argparse.Namespace) -> Any:
             partial_interval_s=None if args.no_captions else args.caption_interval,
             prefill_captions=not args.no_caption_prefill,
             integrity=integrity,
+            room=RoomOptions(enabled=not args.no_room_gate),
         ),
+        denoiser=None if args.denoiser == "off" else args.denoiser,
         tts=TtsOptions(stream=not args.no_tts_stream),
         tts_cache=not args.no_tts_cache,
         reply_cache=not args.no_drafts,
@@ -200,55 +201,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from app.cli.bench import command
 
-    from app.bench import bench
-
-    if args.asr:
-        return _bench_asr(args)
-    if args.quality:
-        return _bench_quality(args)
-    if args.compare or args.only:
-        raise UsageError("--compare and --only go with --quality")
-    if args.rounds < 1:
-        raise UsageError("--rounds must be at least 1")
-    folder = Path(args.utterances) if args.utterances else None
-    if folder is not None and not folder.is_dir():
-        raise UsageError(f"--utterances {folder} is not a folder of WAV files")
-    try:
-        bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
-              out=Path(args.out), server_args=args.server_arg or (),
-              transports=tuple(dict.fromkeys(args.transport or ["webrtc"])))
-    except (ValueError, RuntimeError) as error:
-        raise UsageError(str(error)) from None
-    return 0
-
-
-def _bench_quality(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from app.bench.quality import bench_quality
-
-    try:
-        bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
-                      compare=args.compare or (), only=args.only or ())
-    except (ValueError, RuntimeError) as error:
-        raise UsageError(str(error)) from None
-    return 0
-
-
-def _bench_asr(args: argparse.Namespace) -> int:
-    """`apace bench --asr`: WER and ASR time per Whisper tier, vocabulary bias off and on."""
-    from pathlib import Path
-
-    from app.bench.asr import bench_asr, parse_tiers
-
-    try:
-        tiers = parse_tiers(args.asr_tiers) if args.asr_tiers else None
-        bench_asr(Path(args.out), tiers=tiers)
-    except (ValueError, RuntimeError) as error:
-        raise UsageError(str(error)) from None
-    return 0
+    return command(args)
 
 
 def _print_turns(result: Any) -> None:
@@ -393,6 +348,13 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     levers.add_argument("--no-caption-prefill", action="store_true",
                         help="the LLM and turn detector do not read the live caption's words"
                         " ahead")
+    room = parser.add_argument_group("the room (pipeline/room)")
+    room.add_argument("--denoiser", choices=("webrtc", "rnnoise", "off"), default="webrtc",
+                      help="noise suppression of raw microphone audio (a browser that did its"
+                      " own is not suppressed again; rnnoise needs pyrnnoise; default %(default)s)")
+    room.add_argument("--no-room-gate", action="store_true",
+                      help="webrtcvad alone decides who speaks: no room level, no echo guard,"
+                      " no neural VAD (nor noise suppression)")
     says = parser.add_argument_group("what it says")
     says.add_argument("--no-skills", action="store_true",
                       help="no built-in skills (timers, lists, arithmetic, units, time, spelling):"
@@ -501,31 +463,7 @@ def _wyoming_parser(wyoming: argparse.ArgumentParser) -> None:
 
 
 def _bench_parser(bench: argparse.ArgumentParser) -> None:
-    bench.add_argument("--url", help="bench a running server instead of starting one")
-    bench.add_argument("--transport", action="append", choices=("webrtc", "realtime"),
-                       help="the way in to measure: webrtc (default) and/or realtime (the "
-                            "OpenAI-Realtime websocket), all in one run (repeatable)")
-    bench.add_argument("--ablate", action="store_true",
-                       help="also run the whole engine off and each latency lever off")
-    bench.add_argument("--utterances", metavar="DIR", help="WAV questions instead of the set")
-    bench.add_argument("--rounds", type=int, default=2, help="times through the question set")
-    bench.add_argument("--out", default="artifacts/bench", help="where JSON and PNG go")
-    bench.add_argument("--server-arg", action="append", metavar="ARG",
-                       help="extra argument for the `apace serve` the bench starts")
-    bench.add_argument("--quality", action="store_true",
-                       help="score what it says in scripted conversations, beside TTFA"
-                       " (bench_quality.json/.png)")
-    bench.add_argument("--compare", action="append", metavar="NAME=FLAGS",
-                       help="with --quality: also run a configuration, e.g."
-                       " \"qwen0.5=--llm-model /path.gguf\" (repeatable)")
-    bench.add_argument("--only", action="append", metavar="NAME",
-                       help="with --quality: run only this conversation (repeatable)")
-    bench.add_argument("--asr", action="store_true",
-                       help="word error rate and ASR time per Whisper tier, vocabulary bias"
-                       " off and on, on the shipped spoken set (asr.json/.png)")
-    bench.add_argument("--asr-tiers", metavar="NAME=DIR,...",
-                       help="with --asr: the Whisper folders to compare (default: every"
-                       " tier on this box)")
+    bench_flags(bench)
     bench.set_defaults(run=_cmd_bench)
 
 

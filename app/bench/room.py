@@ -1,0 +1,325 @@
+"""`apace bench --room`: the shipped questions asked in a room, over real WebRTC.
+
+The bench client's microphone hears the room (app.bench.room_sounds.RoomMix): background
+talk or noise at a set level below the user, all the time, and — in the echo conditions —
+the reply it receives, played back into its own microphone some milliseconds later and
+some dB down, as a laptop's speaker is heard by its microphone without echo cancellation.
+In the conditions with talk-overs, the user also asks a question that gets a long reply
+and talks over it.
+
+Per condition: turns, phantom turns (a turn that is not one of the questions asked, or a
+question's second turn), lost questions (no turn), WER of the transcripts (a lost
+question counts as all words deleted), self-interruptions (a barge-in while the user was
+silent), talk-overs honoured (a barge-in while the user talked over the reply) with the
+time from the user's first sound to the reply's last audible audio at the client, and
+client TTFA p50/p95 of the questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.bench.latency import Utterance
+from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
+from app.client import Client
+from app.process import ServerProcess
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE
+from pipeline.timeline import now
+from pipeline.tts import first_sound
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A room: `noise` ("babble", "pink", "white" or None) `snr_db` below the user, and
+    the reply's echo `echo_db` (None: none) after `echo_delay_s`."""
+
+    name: str
+    noise: str | None = None
+    snr_db: float = 0.0
+    echo_db: float | None = None
+    echo_delay_s: float = 0.1
+    talk_overs: int = 0
+
+
+CONDITIONS = {c.name: c for c in (
+    Condition("clean", talk_overs=3),
+    Condition("babble15", "babble", 15),
+    Condition("babble10", "babble", 10),
+    Condition("pink10", "pink", 10),
+    Condition("pink25", "pink", 25),
+    Condition("white25", "white", 25),
+    Condition("echo10", echo_db=-10, echo_delay_s=0.1, talk_overs=3),
+    Condition("echo6-200ms", echo_db=-6, echo_delay_s=0.2, talk_overs=3),
+    Condition("echo10-babble15", "babble", 15, echo_db=-10, echo_delay_s=0.1, talk_overs=3),
+)}
+DEFAULT_CONDITIONS = ("clean", "babble15", "pink10", "white25", "echo10")
+LONG_ASK = "Tell me a story about a dragon who lived by the sea."
+"""A question whose reply lasts long enough to be talked over."""
+GAP_S = 1.0
+"""The room alone between a reply's end and the next question."""
+
+
+@dataclass
+class Asked:
+    """One spoken question, on the shared clock."""
+
+    text: str
+    start: float
+    """Its first sound left the client."""
+    end: float
+    """Its last sound left the client."""
+    talk_over: bool = False
+    stopped_ms: float | None = None
+    """Talk-over: its first sound → the reply's last audible frame at the client (None: the
+    reply had ended, or was not interrupted)."""
+    ttfa_ms: float | None = None
+
+
+@dataclass
+class ConditionResult:
+    condition: Condition
+    asked: list[Asked] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_conditions(spec: str | None) -> list[Condition]:
+    """ "babble15,echo10" → those conditions; None or "" → the default set."""
+    names = [n.strip() for n in (spec or "").split(",") if n.strip()] or list(DEFAULT_CONDITIONS)
+    unknown = [n for n in names if n not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"--room: unknown condition {', '.join(unknown)}; choose from "
+                         f"{', '.join(CONDITIONS)}")
+    return [CONDITIONS[n] for n in names]
+
+
+def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Phantoms, lost questions and WER (of the questions not said over a reply),
+    self-interruptions, talk-overs (honoured, then answered) and TTFA (pure)."""
+    import jiwer
+
+    turns = [e for e in events if e["type"] == "turn"]
+    owners = [_owner(asked, e.get("speech_end_t", e["received"])) for e in turns]
+    heard: dict[int, list[str]] = {}
+    for owner, turn in zip(owners, turns, strict=True):
+        if owner is not None:
+            heard.setdefault(owner, []).append(str(turn.get("transcript", "")))
+    phantom = owners.count(None) + sum(len(v) - 1 for v in heard.values())
+    plain = [i for i, a in enumerate(asked) if not a.talk_over]  # talk-overs: below
+    refs = [_norm(asked[i].text) for i in plain]
+    hyps = [_norm(" ".join(heard.get(i, []))) for i in plain]
+    words = sum(len(r.split()) for r in refs)
+    errors = sum(jiwer.process_words(r, h).wer * len(r.split()) if h else len(r.split())
+                 for r, h in zip(refs, hyps, strict=True))
+    barge = [e["received"] for e in events if e["type"] == "barge_in"]
+    talking = [(a.start, a.end + 0.6) for a in asked]
+    self_cuts = sum(not any(s <= t <= e for s, e in talking) for t in barge)
+    overs = [a for a in asked if a.talk_over]
+    honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
+    ttfa = [a.ttfa_ms for a in asked if a.ttfa_ms is not None and not a.talk_over]
+    out: dict[str, Any] = {
+        "questions": len(plain), "turns": len(turns), "phantom_turns": phantom,
+        "lost": sum(i not in heard for i in plain),
+        "wer": round(errors / max(1, words), 3), "self_interruptions": self_cuts,
+        "talk_overs": len(overs), "talk_overs_honoured": len(honoured),
+        "talk_overs_answered": sum(i in heard for i, a in enumerate(asked) if a.talk_over),
+        "stop_ms": [a.stopped_ms for a in overs],
+    }
+    if ttfa:
+        p50, p95 = np.percentile(ttfa, [50, 95])
+        out["ttfa_client"] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}
+    return out
+
+
+def _owner(asked: Sequence[Asked], speech_end: float) -> int | None:
+    """The question whose speech a turn's end of speech falls in (or just after)."""
+    for index, a in enumerate(asked):
+        if a.start - 0.3 <= speech_end <= a.end + 1.0:
+            return index
+    return None
+
+
+def _norm(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c in " '").split())
+
+
+async def _ask(client: Client, utterance: Utterance) -> Asked:
+    """Say one question and wait for its reply to play out."""
+    asked = await _say(client, utterance)
+    end = asked.end
+    heard = await _until(lambda: client.received.first_audible_after(end), 15.0)
+    if heard is not None:
+        asked.ttfa_ms = round((heard - end) * 1000, 1)
+    await _quiet(client, 0.7, 25.0)
+    return asked
+
+
+async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
+                     after_s: float) -> list[Asked]:
+    """Ask for a long reply, then talk over it `after_s` after it is first heard."""
+    first = await _say(client, long_ask)
+    heard = await _until(lambda: client.received.first_audible_after(first.end), 15.0)
+    if heard is None:
+        return [first]
+    await asyncio.sleep(max(0.0, heard + after_s - now()))
+    talk = await _say(client, over)
+    talk.talk_over = True
+    playing = client.received.audible_between(talk.start - 0.1, talk.start + 0.06)
+    # Its own reply comes next: let it play out before the next question.
+    await _until(lambda: client.received.first_audible_after(talk.end + 0.3), 15.0)
+    await _quiet(client, 0.7, 25.0)
+    barge = [e["received"] for e in client.events if e["type"] == "barge_in"
+             and talk.start <= e["received"] <= talk.end + 0.6]
+    if playing and barge:  # the reply went quiet around when the barge-in was told
+        stopped = _stopped(client, max(talk.start, barge[0] - 0.2))
+        talk.stopped_ms = round((stopped - talk.start) * 1000, 1) if stopped else None
+    return [first, talk]
+
+
+async def _say(client: Client, utterance: Utterance) -> Asked:
+    """Send `utterance`; returns when it is sent, with when its first and last sound left."""
+    pcm = utterance.pcm
+    cut = min(len(pcm), ((first_sound(pcm) or 0) // FRAME_SAMPLES + 1) * FRAME_SAMPLES)
+    started = client.mic.say(pcm[:cut])  # resolves as the frame with the first sound leaves
+    end = await client.say(pcm[cut:], max(0, utterance.speech_end - cut))
+    return Asked(utterance.text, await started, end)
+
+
+def _stopped(client: Client, t: float, gap_s: float = 0.3) -> float | None:
+    """The last audible received frame before the first `gap_s` of quiet after `t`."""
+    audible = [at for at, db in client.received.levels if at >= t and db > -45.0]
+    for a, b in itertools.pairwise(audible):
+        if b - a >= gap_s:
+            return a
+    return audible[-1] if audible else None
+
+
+async def _until(probe: Any, timeout: float) -> Any:
+    deadline = now() + timeout
+    while (value := probe()) is None and now() < deadline:
+        await asyncio.sleep(0.02)
+    return value
+
+
+async def _quiet(client: Client, quiet_s: float, timeout: float) -> None:
+    deadline = now() + timeout
+    while now() < deadline:
+        last = client.received.last_audible()
+        if last is None or now() - last >= quiet_s:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def run_condition(url: str, condition: Condition, questions: Sequence[Utterance],
+                        long_ask: Utterance, room: Float | None) -> ConditionResult:
+    """One fresh WebRTC session in this room: every question, then the talk-overs."""
+    mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s)
+    result = ConditionResult(condition)
+    async with Client(url, mix=mix.mix, hear=mix.hear) as client:
+        await asyncio.sleep(1.0)  # the room is heard before anyone speaks
+        for utterance in questions:
+            result.asked.append(await _ask(client, utterance))
+            await asyncio.sleep(GAP_S)
+        for index in range(condition.talk_overs):
+            over = questions[index % len(questions)]
+            result.asked += await _talk_over(client, long_ask, over, after_s=1.0 + 0.3 * index)
+            await asyncio.sleep(GAP_S)
+        await asyncio.sleep(1.0)
+        result.events = [{k: e.get(k) for k in ("type", "received", "speech_end_t",
+                                                "transcript", "interrupted")}
+                         for e in client.events if e["type"] in ("turn", "barge_in")]
+    result.summary = summarize(result.asked, result.events)
+    return result
+
+
+def make_rooms(conditions: Sequence[Condition], level: float, voice: Any,
+               seconds: float = 60.0) -> dict[str, Float | None]:
+    """Each condition's room sound, `snr_db` below the active speech `level`."""
+    rng = np.random.default_rng(7)
+    made: dict[str, Float] = {}
+    rooms: dict[str, Float | None] = {}
+    for condition in conditions:
+        kind = condition.noise
+        if kind is None:
+            rooms[condition.name] = None
+            continue
+        if kind not in made:
+            samples = int(seconds * SAMPLE_RATE)
+            made[kind] = (babble(voice, seconds, rng) if kind == "babble" else
+                          pink_noise(samples, rng) if kind == "pink" else
+                          white_noise(samples, rng))
+        rooms[condition.name] = scaled(made[kind], level, condition.snr_db)
+    return rooms
+
+
+def room_questions(held_out: bool) -> list[str]:
+    """The shipped question set (the room gate was tuned on it), or the held-out lines of
+    the ASR set (app/bench/asr_set.txt: never used to tune the gate nor the ear)."""
+    if held_out:
+        from app.bench.asr import asr_set
+
+        return [line.text for line in asr_set() if line.held_out]
+    from app.bench.utterances import questions
+
+    return questions()
+
+
+def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[Condition],
+               server_args: Sequence[str] = (), held_out: bool = False) -> list[ConditionResult]:
+    from app.bench.utterances import speak
+    from app.serve import use_loopback_candidates
+    from models.load import load_synthesizer
+    from models.locate import locate
+    from pipeline.tts import TtsOptions
+
+    use_loopback_candidates()
+    voice = load_synthesizer(locate("tts").path, TtsOptions())
+    questions = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5))
+                 for q in room_questions(held_out)] * rounds
+    long_ask = Utterance(LONG_ASK, speak(voice, LONG_ASK, lead_s=0.3, trail_s=0.5))
+    level = float(np.mean([active_rms(q.pcm) for q in questions]))
+    rooms = make_rooms(conditions, level, voice)
+    server = ServerProcess(*server_args) if url is None else None
+    results: list[ConditionResult] = []
+    try:
+        for condition in conditions:
+            print(f"bench --room: {condition.name}", flush=True)
+            target = server.url if server is not None else str(url)
+            results.append(asyncio.run(run_condition(target, condition, questions, long_ask,
+                                                     rooms[condition.name])))
+            _save(results, out)
+    finally:
+        if server is not None:
+            server.stop()
+    report(results)
+    print(f"\nwrote {out / 'bench_room.json'}")
+    return results
+
+
+def _save(results: Sequence[ConditionResult], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"summaries": {r.condition.name: r.summary for r in results},
+            "conditions": [asdict(r) for r in results]}
+    (out / "bench_room.json").write_text(json.dumps(data, indent=1))
+
+
+def report(results: Sequence[ConditionResult]) -> None:
+    print(f"\n{'condition':<17}{'asked':>6}{'turns':>6}{'phantom':>8}{'lost':>5}{'WER':>7}"
+          f"{'self-cut':>9}{'talk-over':>10}  {'stop ms':<18}{'TTFA p50/p95':>14}{'answered':>9}")
+    for r in results:
+        s = r.summary
+        ttfa = s.get("ttfa_client", {})
+        stops = ",".join(f"{v:.0f}" if v is not None else "-" for v in s["stop_ms"]) or "-"
+        cell = f"{ttfa['p50']:.0f}/{ttfa['p95']:.0f}" if ttfa else "-"
+        print(f"{r.condition.name:<17}{s['questions']:>6}{s['turns']:>6}{s['phantom_turns']:>8}"
+              f"{s['lost']:>5}{s['wer']:>7.3f}{s['self_interruptions']:>9}"
+              f"{s['talk_overs_honoured']:>6}/{s['talk_overs']:<3}  {stops:<18}{cell:>14}"
+              f"{s['talk_overs_answered']:>9}")

@@ -1,0 +1,168 @@
+"""The sounds of a room for `apace bench --room`: background talk, noise, our own echo.
+
+Background talk ("babble") is four voices reading ordinary sentences at once: the embedded
+Piper voice at two other speeds and pitches, and two espeak-ng voices (installed with the
+system packages). It never says any question of the bench. Noise is pink or white.
+Levels are set against the user's *active* speech level (the RMS of the frames within
+30 dB of the loudest), the way a speech-to-noise ratio is usually stated.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import av
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.audio import read_wav, resample
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from pipeline.tts import PiperSynthesizer, TtsOptions
+
+Float = npt.NDArray[np.float32]
+
+BABBLE_LINES = (
+    "The train was late again this morning so I walked the last part of the way.",
+    "She painted the fence green and then decided she liked the old colour better.",
+    "We found a little bakery near the river that sells bread until midnight.",
+    "My brother keeps three chickens and a very loud goose in his back garden.",
+    "The meeting ran over by an hour because nobody could agree on the budget.",
+    "They moved the piano up four flights of stairs without scratching the wall.",
+    "It rained all weekend, so we stayed in and finished the big jigsaw puzzle.",
+    "The new library has a reading room with windows that look over the park.",
+    "He forgot his umbrella on the bus and got soaked on the way to work.",
+    "Our neighbours are building a shed and the hammering starts at seven sharp.",
+)
+"""What the background people say: statements, none of them a bench question."""
+
+ESPEAK_VOICES = ("en-us+m3", "en-gb+f2")
+
+
+@dataclass(frozen=True)
+class Talker:
+    """One background voice: the Piper voice at `length_scale` with its pitch moved by
+    `pitch` (resampled: 1.1 is a tenth higher and faster), or an espeak-ng voice."""
+
+    length_scale: float = 1.0
+    pitch: float = 1.0
+    espeak: str | None = None
+
+
+BABBLE_TALKERS = (Talker(length_scale=0.85, pitch=1.12), Talker(length_scale=1.2, pitch=0.88),
+                  *(Talker(espeak=v) for v in ESPEAK_VOICES))
+
+
+def active_rms(pcm: Pcm | Float) -> float:
+    """RMS over the frames within 30 dB of the loudest frame (full scale = 1)."""
+    x = pcm.astype(np.float64) / (32768.0 if pcm.dtype == np.int16 else 1.0)
+    n = len(x) // FRAME_SAMPLES
+    if n == 0:
+        return 0.0
+    power = (x[: n * FRAME_SAMPLES].reshape(n, FRAME_SAMPLES) ** 2).mean(axis=1)
+    active = power[power >= power.max() * 1e-3]
+    return float(np.sqrt(active.mean())) if active.size else 0.0
+
+
+def pink_noise(samples: int, rng: np.random.Generator) -> Float:
+    """Pink (1/f power) noise with unit RMS, shaped in the frequency domain."""
+    spectrum = np.fft.rfft(rng.standard_normal(samples))
+    freqs = np.fft.rfftfreq(samples, 1 / SAMPLE_RATE)
+    spectrum[1:] /= np.sqrt(freqs[1:] / freqs[1])
+    spectrum[0] = 0
+    noise = np.fft.irfft(spectrum, samples)
+    return np.asarray(noise / np.sqrt(np.mean(noise**2)), dtype=np.float32)
+
+
+def white_noise(samples: int, rng: np.random.Generator) -> Float:
+    return rng.standard_normal(samples).astype(np.float32)
+
+
+def babble(voice: PiperSynthesizer, seconds: float, rng: np.random.Generator,
+           talkers: Sequence[Talker] = BABBLE_TALKERS) -> Float:
+    """`talkers` reading BABBLE_LINES in different orders, summed at equal active levels,
+    unit RMS; `seconds` long (the lines loop)."""
+    samples = int(seconds * SAMPLE_RATE)
+    total = np.zeros(samples, np.float32)
+    for talker in talkers:
+        lines = list(BABBLE_LINES)
+        rng.shuffle(lines)
+        speech = _speak(voice, talker, lines)
+        speech = speech / max(active_rms(speech), 1e-6)
+        start = int(rng.integers(0, len(speech)))
+        total += np.resize(np.roll(speech, -start), samples)
+    return np.asarray(total / np.sqrt(np.mean(total**2)), dtype=np.float32)
+
+
+def _speak(voice: PiperSynthesizer, talker: Talker, lines: Sequence[str]) -> Float:
+    gap = np.zeros(int(0.25 * SAMPLE_RATE), np.float32)
+    parts: list[Float] = []
+    for line in lines:
+        if talker.espeak is not None:
+            audio = _espeak(talker.espeak, line)
+        else:
+            options = TtsOptions(length_scale=talker.length_scale, stream=False)
+            other = PiperSynthesizer(voice.voice, voice.voice_id, options)
+            audio = np.concatenate(list(other.synthesize(line))).astype(np.float32) / 32768.0
+        if talker.pitch != 1.0:  # play it back faster or slower: pitch and pace move
+            audio = resample(audio, int(SAMPLE_RATE * talker.pitch), SAMPLE_RATE)
+        parts += [audio.astype(np.float32), gap]
+    return np.concatenate(parts)
+
+
+def _espeak(voice: str, text: str) -> Float:
+    if shutil.which("espeak-ng") is None:
+        raise RuntimeError("background talk needs espeak-ng (apt-get install espeak-ng)")
+    wav = subprocess.run(["espeak-ng", "-v", voice, "-s", "165", "--stdout", text],
+                         capture_output=True, check=True, timeout=30).stdout
+    return read_wav(wav).astype(np.float32) / 32768.0
+
+
+def scaled(noise: Float, speech_rms: float, snr_db: float) -> Float:
+    """`noise` (unit RMS) set `snr_db` below a talker whose active RMS is `speech_rms`."""
+    return (noise * speech_rms * 10 ** (-snr_db / 20)).astype(np.float32)
+
+
+class RoomMix:
+    """What a microphone in the room hears: the user's audio, the room's sound (looped),
+    and — if `echo_db` is set — what the loudspeaker plays, `echo_delay_s` later and
+    `echo_db` down. The bench client calls `heard` with each frame it receives and `mix`
+    with each frame it sends (both 16 kHz mono)."""
+
+    def __init__(self, room: Float | None, *, echo_db: float | None = None,
+                 echo_delay_s: float = 0.1) -> None:
+        self.room = room
+        self._at = 0
+        self.echo_gain = 10 ** (echo_db / 20) if echo_db is not None else 0.0
+        self._delay = int(echo_delay_s * SAMPLE_RATE)
+        self._line = np.zeros(self._delay, np.float32)
+        self._resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+
+    def hear(self, frame: av.AudioFrame) -> None:
+        """A frame the client received (any rate and layout): its loudspeaker plays it."""
+        if self.echo_gain:
+            for out in self._resampler.resample(frame):
+                self.heard(out.to_ndarray().reshape(-1).astype(np.int16))
+
+    def heard(self, pcm: Pcm) -> None:
+        """Audio that reached the loudspeaker (16 kHz mono int16)."""
+        if self.echo_gain:
+            self._line = np.concatenate([self._line, pcm.astype(np.float32) / 32768.0])
+            excess = len(self._line) - self._delay - 3 * FRAME_SAMPLES
+            if excess > 0:  # the sender fell behind: keep the delay, drop the oldest
+                self._line = self._line[excess:]
+
+    def mix(self, pcm: Pcm) -> Pcm:
+        """One outgoing frame with the room and the echo added."""
+        out = pcm.astype(np.float32) / 32768.0
+        if self.room is not None:
+            index = (self._at + np.arange(len(out))) % len(self.room)
+            out = out + self.room[index]
+            self._at = int(index[-1]) + 1
+        if self.echo_gain and len(self._line) >= self._delay + len(out):
+            # The line always holds `echo_delay_s` of audio: what leaves it is that old.
+            out += self._line[: len(out)] * self.echo_gain
+            self._line = self._line[len(out) :]
+        return np.asarray(np.clip(out, -1, 1) * 32767, dtype=np.int16)

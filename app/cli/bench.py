@@ -1,0 +1,116 @@
+"""`apace bench`: its flags and which bench they run (latency, --quality, --room, --asr).
+
+The benches themselves live in app/bench; they are imported only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli.errors import UsageError
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run `apace bench` as its flags say (UsageError names a bad value)."""
+    from pathlib import Path
+
+    from app.bench import bench
+
+    if args.asr:
+        return _bench_asr(args)
+    if args.quality:
+        return _bench_quality(args)
+    if args.room is not None:
+        return _bench_room(args)
+    if args.compare or args.only:
+        raise UsageError("--compare and --only go with --quality")
+    if args.rounds < 1:
+        raise UsageError("--rounds must be at least 1")
+    folder = Path(args.utterances) if args.utterances else None
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"--utterances {folder} is not a folder of WAV files")
+    try:
+        bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
+              out=Path(args.out), server_args=args.server_arg or (),
+              transports=tuple(dict.fromkeys(args.transport or ["webrtc"])))
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_quality(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.bench.quality import bench_quality
+
+    try:
+        bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
+                      compare=args.compare or (), only=args.only or ())
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_room(args: argparse.Namespace) -> int:
+    """`apace bench --room`: the questions in background talk, noise and the reply's echo."""
+    from pathlib import Path
+
+    from app.bench.room import bench_room, parse_conditions
+
+    try:
+        bench_room(url=args.url, out=Path(args.out), rounds=args.rounds,
+                   conditions=parse_conditions(args.room), server_args=args.server_arg or (),
+                   held_out=args.held_out)
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_asr(args: argparse.Namespace) -> int:
+    """`apace bench --asr`: WER and ASR time per Whisper tier, vocabulary bias off and on."""
+    from pathlib import Path
+
+    from app.bench.asr import bench_asr, parse_tiers
+
+    try:
+        tiers = parse_tiers(args.asr_tiers) if args.asr_tiers else None
+        bench_asr(Path(args.out), tiers=tiers)
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def bench_flags(bench: argparse.ArgumentParser) -> None:
+    """`apace bench`'s flags (the parser's `run` is set by app.cli)."""
+    bench.add_argument("--url", help="bench a running server instead of starting one")
+    bench.add_argument("--transport", action="append", choices=("webrtc", "realtime"),
+                       help="the way in to measure: webrtc (default) and/or realtime (the "
+                            "OpenAI-Realtime websocket), all in one run (repeatable)")
+    bench.add_argument("--ablate", action="store_true",
+                       help="also run the whole engine off and each latency lever off")
+    bench.add_argument("--utterances", metavar="DIR", help="WAV questions instead of the set")
+    bench.add_argument("--rounds", type=int, default=2, help="times through the question set")
+    bench.add_argument("--out", default="artifacts/bench", help="where JSON and PNG go")
+    bench.add_argument("--server-arg", action="append", metavar="ARG",
+                       help="extra argument for the `apace serve` the bench starts")
+    bench.add_argument("--quality", action="store_true",
+                       help="score what it says in scripted conversations, beside TTFA"
+                       " (bench_quality.json/.png)")
+    bench.add_argument("--compare", action="append", metavar="NAME=FLAGS",
+                       help="with --quality: also run a configuration, e.g."
+                       " \"qwen0.5=--llm-model /path.gguf\" (repeatable)")
+    bench.add_argument("--only", action="append", metavar="NAME",
+                       help="with --quality: run only this conversation (repeatable)")
+    bench.add_argument("--asr", action="store_true",
+                       help="word error rate and ASR time per Whisper tier, vocabulary bias"
+                       " off and on, on the shipped spoken set (asr.json/.png)")
+    bench.add_argument("--asr-tiers", metavar="NAME=DIR,...",
+                       help="with --asr: the Whisper folders to compare (default: every"
+                       " tier on this box)")
+    bench.add_argument("--room", nargs="?", const="", metavar="CONDITIONS",
+                       help="ask the questions in a room (background talk, noise, the reply's"
+                       " echo); CONDITIONS: comma-separated names (app/bench/room.py), default"
+                       " clean,babble15,pink10,white25,echo10 (bench_room.json)")
+    bench.add_argument("--held-out", action="store_true",
+                       help="with --room: ask the ASR set's held-out lines (never tuned on)"
+                       " instead of the question set")

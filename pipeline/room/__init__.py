@@ -1,0 +1,10 @@
+"""Listening in a real room: conditioning, the room's and the user's levels, our own echo.
+
+`Room` (gate.py) is what the endpointer asks; levels.py, echo.py and conditioning.py are
+its pure parts. Models (a noise suppressor, a neural VAD) come in through Protocols from
+models/denoise.py and models/silero.py.
+"""
+
+from pipeline.room.gate import Heard, Room, RoomOptions, SpeechProbability, Stream
+
+__all__ = ["Heard", "Room", "RoomOptions", "SpeechProbability", "Stream"]

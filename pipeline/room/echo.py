@@ -1,0 +1,249 @@
+"""Our own voice coming back: predict the echo of what was played, and discount it.
+
+The server knows exactly what it played and when (every frame the transport pops). A
+microphone that hears the loudspeaker picks that audio up again some time later (the
+way out, the room, the way back: 100-600 ms over WebRTC), quieter and coloured by the
+room. `EchoGuard` learns that delay and that loss per band from the audio itself, and
+for each microphone frame predicts how much of its energy, band by band, is our own
+voice. What the prediction does not explain (the residual) is someone else: only that
+may start a turn or interrupt a reply.
+
+It is a residual-echo gate, not a canceller: it does not subtract the echo from the
+audio that goes to Whisper, it decides what counts as the user speaking. It starts out
+cautious (until it has heard a reply, the echo is assumed as loud as what was played)
+and converges from there, so an unknown room never makes the assistant interrupt itself.
+
+    delay: the cross-correlation of the played and heard loudness envelopes, re-estimated
+           every 200 ms while something was played; unknown → every delay up to max_delay_s
+    loss:  per band, the 90th percentile of heard/played over the loud played frames the
+           gate did not take as the user (double talk would teach it the user's voice)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm
+
+Bands = npt.NDArray[np.float64]
+"""Energy per band of one 20 ms frame (mean square, full scale = 1)."""
+
+BAND_EDGES_HZ = (100, 300, 600, 1000, 1500, 2200, 3200, 4800, 8001)
+_BINS = np.fft.rfftfreq(FRAME_SAMPLES, 1 / SAMPLE_RATE)
+_BAND_OF_BIN = np.digitize(_BINS, BAND_EDGES_HZ) - 1  # -1 below 100 Hz: dropped
+_WEIGHT = np.where((_BINS == 0) | (_BINS == SAMPLE_RATE / 2), 1.0, 2.0) / FRAME_SAMPLES**2
+TINY = 1e-12
+BURST_S = 0.005
+BURST_FRAMES = 12
+"""Frames popped back to back (each within BURST_S of the last): more than a transport
+catching up after a stalled loop (SpeakerTrack resyncs after 200 ms), so not played live."""
+BURST_OFF_S = 10.0
+
+
+def band_energies(pcm: Pcm) -> Bands:
+    """Energy of `pcm` (one 20 ms frame, int16) in each band of BAND_EDGES_HZ; their sum is
+    the frame's mean square above 100 Hz (rumble below it is never speech)."""
+    spectrum = np.fft.rfft(pcm.astype(np.float64) / 32768.0)
+    power = (spectrum.real**2 + spectrum.imag**2) * _WEIGHT
+    keep = _BAND_OF_BIN >= 0
+    bands = np.bincount(_BAND_OF_BIN[keep], power[keep], minlength=len(BAND_EDGES_HZ) - 1)
+    return np.asarray(bands, dtype=np.float64)
+
+
+def db(energy: float) -> float:
+    """A mean-square energy in dBFS (floored at -120)."""
+    return float(10 * np.log10(max(energy, TINY)))
+
+
+@dataclass(frozen=True)
+class Echo:
+    """How much of one microphone frame our own playback explains (mean-square energies)."""
+
+    near: float
+    """The frame's energy."""
+    echo: float
+    """The echo predicted in it (margin included); 0 when nothing was played lately."""
+    residual: float
+    """Energy the prediction does not explain, summed over bands: someone else."""
+
+    @property
+    def residual_db(self) -> float:
+        return db(self.residual)
+
+    @property
+    def explained(self) -> bool:
+        """Mostly our own voice: the residual is smaller than the echo predicted."""
+        return self.residual < self.echo
+
+
+class _Clock:
+    """Smooths microphone frame times: frames arrive in bursts behind a jitter buffer,
+    but each is 20 ms of audio, so the least-delayed arrivals define the timeline."""
+
+    def __init__(self, frames: int = 250) -> None:
+        self._offsets: deque[float] = deque(maxlen=frames)
+        self._n = 0
+
+    def tick(self, t: float) -> float:
+        step = self._n * FRAME_MS / 1000
+        self._offsets.append(t - step)
+        self._n += 1
+        return min(self._offsets) + step
+
+
+class EchoGuard:
+    """Predicts the echo of played audio in the microphone. Not thread-safe; ~0.1 ms a frame.
+
+    Call `played` for every frame the transport sends (its time of leaving), `hear` for
+    every microphone frame, then `learn` with the gate's verdict on that frame.
+    """
+
+    def __init__(self, *, max_delay_s: float = 1.0, margin_db: float = 3.0,
+                 smear_s: float = 0.04, history: int = 150, min_history: int = 20) -> None:
+        self.max_delay_s = max_delay_s
+        self.margin = 10 ** (margin_db / 10)
+        self.smear_s = smear_s
+        self.delay_s: float | None = None
+        """The estimated delay from playing to hearing, once the envelopes agree."""
+        self._far_t: deque[float] = deque(maxlen=int((max_delay_s + 3.5) * 1000 / FRAME_MS))
+        self._far: deque[Bands] = deque(maxlen=self._far_t.maxlen)
+        self._far_peak = np.zeros(len(BAND_EDGES_HZ) - 1)
+        self._mic = _Clock()
+        self._near_t: deque[float] = deque(maxlen=150)
+        self._near_db: deque[float] = deque(maxlen=150)
+        self._near_user: deque[bool] = deque(maxlen=150)
+        """Per heard frame: the gate took it as the user (kept out of the delay estimate:
+        a talk-over must not teach the guard a wrong delay)."""
+        self._ratios: deque[Bands] = deque(maxlen=history)
+        self._min_history = min_history
+        self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
+        self._frames = 0
+        self._last: tuple[Bands, Bands] | None = None
+        self._off_until = -1.0
+        self._last_pop = -1.0
+        self._quick = 0
+        self._run_start = 0.0
+
+    @property
+    def gain_db(self) -> Bands:
+        """The learned loss per band, played → heard (0 dB until learned)."""
+        return np.asarray(10 * np.log10(np.maximum(self._gain, TINY)))
+
+    def played(self, pcm: Pcm, t: float) -> None:
+        """A frame left for the loudspeaker at `t` (silence need not be reported).
+
+        Frames taken much faster than real time (`apace talk --fast` drains the queue at
+        once) are not being played into a room: the guard then stands down for BURST_OFF_S."""
+        self._quick = self._quick + 1 if t - self._last_pop < BURST_S else 0
+        self._last_pop = t
+        if self._quick >= BURST_FRAMES:
+            self._far_t.clear()
+            self._far.clear()
+            self._off_until = t + BURST_OFF_S
+        if t < self._off_until:
+            return
+        bands = band_energies(pcm)
+        if not self._far_t or t - self._far_t[-1] > 0.1:
+            self._run_start = t  # playing starts (again) after a pause
+        self._far_t.append(t)
+        self._far.append(bands)
+        self._far_peak = np.maximum(self._far_peak * 0.995, bands)
+
+    def hear(self, near: Bands, t: float) -> Echo:
+        """The echo in a microphone frame whose last sample arrived at `t`."""
+        t = self._mic.tick(t)
+        total = float(near.sum())
+        self._near_t.append(t)
+        self._near_db.append(db(total))
+        self._near_user.append(False)
+        self._frames += 1
+        if self._frames % 10 == 0:
+            self._estimate_delay()
+        far = self._far_at(t)
+        if far is None:
+            self._last = None
+            return Echo(total, 0.0, total)
+        predicted = far * self._gain * self.margin
+        # Until the delay is known, a frame teaches the loss only once playing has gone on
+        # for longer than any delay: before that its echo may not have arrived yet.
+        settled = self.delay_s is not None or t - self._run_start >= self.max_delay_s
+        self._last = (near, far) if settled else None
+        residual = float(np.maximum(near - predicted, 0.0).sum())
+        return Echo(total, float(predicted.sum()), residual)
+
+    def learn(self, *, user: bool) -> None:
+        """Learn the loss from the last heard frame, unless the gate took it as the user."""
+        if user and self._near_user:
+            self._near_user[-1] = True
+        if self._last is None or user:
+            return
+        near, far = self._last
+        loud = far >= self._far_peak * 0.01  # within 20 dB of the reply's loudest
+        if not loud.any():
+            return
+        ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
+        self._ratios.append(ratio)
+        if len(self._ratios) >= self._min_history:
+            stacked = np.stack(self._ratios)
+            counted = np.sum(~np.isnan(stacked), axis=0) >= self._min_history // 2
+            p90 = np.nanpercentile(np.where(counted, stacked, 1.0), 90, axis=0)
+            self._gain = np.where(counted, np.minimum(p90, 10.0), self._gain)
+
+    def _far_at(self, t: float) -> Bands | None:
+        """The loudest played bands that can be echoing at `t`: around t - delay once it
+        is known, else anywhere in the last max_delay_s."""
+        if not self._far_t or t - self._far_t[-1] > self.max_delay_s + self.smear_s:
+            return None
+        times = np.fromiter(self._far_t, float)
+        if self.delay_s is None:
+            near = (times >= t - self.max_delay_s - self.smear_s) & (times <= t)
+        else:
+            near = np.abs(times - (t - self.delay_s)) <= self.smear_s
+        if not near.any():
+            return None
+        far = np.stack(self._far)[near]
+        return np.asarray(far.max(axis=0))
+
+    def _estimate_delay(self) -> None:
+        """Cross-correlate the heard envelope with the played one over candidate delays."""
+        if len(self._near_t) < 50 or len(self._far_t) < 25:
+            return
+        near_t = np.fromiter(self._near_t, float)
+        far_t = np.fromiter(self._far_t, float)
+        if far_t[-1] < near_t[0] - self.max_delay_s:
+            return  # nothing played that can echo in this window
+        far_db = 10 * np.log10(np.maximum(np.stack(self._far).sum(axis=1), TINY))
+        lags = np.arange(0.0, self.max_delay_s + 1e-9, FRAME_MS / 1000)
+        targets = near_t[None, :] - lags[:, None]
+        index = np.clip(np.searchsorted(far_t, targets), 1, len(far_t) - 1)
+        before, after = far_t[index - 1], far_t[index]
+        nearest = np.where(np.abs(targets - before) <= np.abs(after - targets), index - 1, index)
+        found = np.abs(far_t[nearest] - targets) <= FRAME_MS / 2000 + 0.002
+        floor = far_db.max() - 40
+        far_env = np.where(found, np.maximum(far_db[nearest], floor), floor)
+        user = np.fromiter(self._near_user, bool, count=len(self._near_user))
+        if user.mean() > 0.5:
+            return  # mostly the user talking: the envelope is theirs, not our echo's
+        near_db = np.fromiter(self._near_db, float)
+        near_env = np.maximum(near_db, near_db.max() - 40)
+        near_env[user] = near_env.min()  # the user's frames say nothing of the delay
+        scores = np.array([_correlation(row, near_env) for row in far_env])
+        best = int(np.argmax(scores))
+        if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
+            return
+        delay = float(lags[best])
+        if self.delay_s is None or abs(delay - self.delay_s) > self.smear_s:
+            # The loss was learned against other played frames: start cautious again.
+            self._ratios.clear()
+            self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
+        self.delay_s = delay
+
+
+def _correlation(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
+    a, b = a - a.mean(), b - b.mean()
+    scale = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / scale) if scale > 0 else 0.0

@@ -1,0 +1,252 @@
+"""The room gate: is this frame the user talking to us, or the room?
+
+webrtcvad answers "is there a voice", which in a room is also the people behind the user,
+the television and our own reply coming back. The gate adds what a listener uses:
+
+- conditioning: noise suppression first, where the client did not do it (a flag per
+  stream: on for raw audio, off when the browser says it did);
+- our own echo discounted (pipeline.room.echo): what the prediction of our playback
+  explains is not the user;
+- the room's level (pipeline.room.levels.RoomLevel) and the user's (TalkerLevel);
+- a neural VAD's opinion (Silero, models/silero.py), when one is given.
+
+It gives two verdicts per frame. *confirmed* (strict) decides whether a turn starts,
+resumes after a pause, or interrupts a reply: a voice clearly above the room's usual
+peaks, not explained by our echo, near the user's own level, that the neural VAD also
+calls speech. *voiced* (lenient) decides whether a turn goes on: a voice above the room's
+median that is not mostly echo. Once someone has the floor, their quieter syllables keep
+it; background talk does not get it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.events import FRAME_MS, Pcm
+from pipeline.room.conditioning import Conditioner, condition
+from pipeline.room.echo import Echo, EchoGuard, band_energies, db
+from pipeline.room.levels import UNKNOWN_DB, RoomLevel, TalkerLevel
+from pipeline.timeline import now
+
+IDLE_WAIT_FRAMES = 15
+"""Frames (300 ms, more than a start window) an idle frame waits before it joins the room."""
+
+EARLY_MARGIN_DB = 18.0
+EARLY_MIN_FRAMES = 3
+"""Before the room is known, a start must stand this far above the quietest tenth of the
+frames heard so far (at least this many)."""
+
+SpeechProbability = Callable[[Pcm], float]
+"""A neural VAD fed every 20 ms frame of one stream: the probability it is speech."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoomOptions:
+    """How the gate tells the user from the room. Levels in dB."""
+
+    enabled: bool = True
+    """False: webrtcvad and the utterance speech floor alone, as before the gate."""
+    conditioning: bool = True
+    """Noise suppression on streams whose client has not done it (when a conditioner is
+    given); a stream can turn it off (`Room.conditioning`) when its client did it."""
+    start_margin_db: float = 4.0
+    """A turn starts (or resumes, or interrupts) only on voice this far above the room's
+    usual peaks (its 90th-percentile frame level)."""
+    continue_margin_db: float = 3.0
+    """A turn goes on while the voice is this far above the room's median level."""
+    user_range_db: float = 12.0
+    """Once the user's level is learned, a start must come within this of it: talk from
+    across the room arrives 10-20 dB quieter than the person at the microphone."""
+    resume_range_db: float = 18.0
+    """The same, for speech that resumes a turn after a pause or counts toward a barge-in
+    (the end of a question is often its quietest part)."""
+    resume_ms: int = 100
+    """Confirmed speech, without a break, that resumes a turn after its silence onset
+    (the endpointer's own resume_ms if longer): in background talk, 60 ms let a burst of
+    someone else's words join the end of a question (bench babble, 1 in 16 questions)."""
+    min_turn_ms: int = 200
+    """Confirmed speech an utterance needs before it is a turn (before its silence onset
+    is told): a burst of background talk confirms a few frames, a question hundreds."""
+    start_lag_ms: int = 300
+    """Audio kept before a start on top of the endpointer's pre-roll: the strict check
+    confirms a turn up to a few hundred ms into its first word (quality bench: 7 of 87
+    turns lost their first word with the plain pre-roll, "What's the time" → "It's the
+    time")."""
+    speech_probability: float = 0.5
+    """The neural VAD's probability needed to start (when one is given); 0 ignores it."""
+    hold_s: float = 0.3
+    """A turn goes on only while something passed the strict check this recently (or is
+    louder than the room's talk gets): the user's weakest syllables come within a few
+    hundred ms of a strong one, background talk can go on for ever on its own."""
+    tail_s: float = 0.12
+    """Voiced frames this soon after a confirmed one go on whatever their level: the
+    soft end of a word ("France", "cats") sinks under background talk, and a turn whose
+    silence onset came before it is transcribed without it ("capital of print")."""
+    echo: bool = True
+    """Discount the echo of our own playback (pipeline.room.echo)."""
+    echo_margin_db: float = 3.0
+    """Head-room over the learned echo loss before a residual counts."""
+    max_echo_delay_s: float = 1.0
+    """The longest playback → microphone delay looked for."""
+
+    def __post_init__(self) -> None:
+        for name in ("start_margin_db", "continue_margin_db", "user_range_db",
+                     "resume_range_db", "echo_margin_db"):
+            if not 0 <= getattr(self, name) <= 40:
+                raise ValueError(f"room {name} must be 0-40 dB")
+        if not 0 <= self.speech_probability < 1:
+            raise ValueError("room speech_probability must be in [0, 1)")
+        if not 0.1 <= self.max_echo_delay_s <= 2:
+            raise ValueError("room max_echo_delay_s must be 0.1-2 s")
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What a transport knows of its microphone audio."""
+
+    processed: bool = False
+    """The client suppressed noise itself (a browser asked for `noiseSuppression` and got
+    it): the server does not do it again."""
+    speech_at_once: bool = False
+    """Speech may begin with the stream (a satellite streams from its wake word on, a WAV
+    file): before the room is known, a voice that rises out of a pause starts a turn.
+    Otherwise (a browser or Realtime session, open before anyone speaks) nothing starts
+    until the room has been heard (~0.8 s)."""
+
+
+@dataclass(frozen=True)
+class Heard:
+    """The gate's verdicts on one frame."""
+
+    voiced: bool
+    """The user (or whoever has the floor) goes on speaking."""
+    confirmed: bool
+    """Strong enough to start a turn, resume one, or interrupt a reply."""
+    level_db: float
+    """The frame's level above 100 Hz, our predicted echo taken out."""
+    resumes: bool = False
+    """Enough to resume a paused turn: confirmed, or a voice louder than the room's talk
+    gets (a quiet room: the user's next soft word, which the strict check may doubt)."""
+
+
+class Room:
+    """One stream's gate. Not thread-safe; ~0.1-0.2 ms a frame with Silero, on the loop."""
+
+    def __init__(self, options: RoomOptions | None = None, *,
+                 conditioner: Conditioner | None = None,
+                 speech_probability: SpeechProbability | None = None,
+                 stream: Stream | None = None) -> None:
+        self.options = options or RoomOptions()
+        self.stream = stream or Stream()
+        self.conditioning = self.options.conditioning and not self.stream.processed
+        """Per stream: False when the client says it suppressed noise itself."""
+        self._conditioner = conditioner
+        self._speech = speech_probability
+        self.echo = EchoGuard(max_delay_s=self.options.max_echo_delay_s,
+                              margin_db=self.options.echo_margin_db)
+        self.room = RoomLevel(min_frames=25)
+        self.talker = TalkerLevel()
+        self._idle: deque[float | None] = deque(maxlen=IDLE_WAIT_FRAMES)
+        self._early: deque[float] = deque(maxlen=50)
+        self._since = 1 << 30
+        """Frames since the last confirmed one."""
+
+    def played(self, pcm: Pcm, t: float | None = None) -> None:
+        """A frame of our own audio left for the loudspeaker at `t` (default: now; the
+        Speaker's tap)."""
+        if self.options.echo:
+            self.echo.played(pcm, now() if t is None else t)
+
+    def condition(self, pcm: Pcm) -> Pcm:
+        """The frame after noise suppression, if this stream needs it."""
+        if self._conditioner is None or not self.conditioning:
+            return pcm
+        return condition(self._conditioner, pcm)
+
+    def judge(self, pcm: Pcm, t: float, voiced: bool, *, in_utterance: bool) -> Heard:
+        """Verdicts on a (conditioned) frame that webrtcvad called `voiced` or not;
+        `in_utterance`: someone has the floor (the endpointer is not idle)."""
+        near = band_energies(pcm)
+        total = float(near.sum())
+        echo = self.echo.hear(near, t) if self.options.echo else Echo(total, 0.0, total)
+        level = echo.residual_db
+        probability = self._speech(pcm) if self._speech is not None else 1.0
+        if not self.room.known:
+            self._early.append(level)
+        going_on = voiced and self._goes_on(level, echo)
+        confirmed = going_on and self._starts(level, echo, probability, t, in_utterance)
+        # Counted in frames, not on the clock: `apace talk --fast` feeds them faster.
+        self._since = 0 if confirmed else self._since + 1
+        since = self._since * FRAME_MS / 1000
+        if (not confirmed and in_utterance and since > self.options.hold_s
+                and not self._above_room(level)):
+            going_on = False  # nothing like the user for a while: the room is talking
+        elif (not confirmed and in_utterance and since <= self.options.tail_s and voiced
+              and not echo.explained):
+            going_on = True  # a word's soft end, under the room's level but still voiced
+        self.echo.learn(user=confirmed or (in_utterance and going_on))
+        self._hear_room(db(echo.near), echo, in_utterance)
+        if in_utterance and confirmed:
+            self.talker.speech(level)
+        resumes = confirmed or (voiced and not echo.explained and self._above_room(level))
+        return Heard(going_on, confirmed, level, resumes)
+
+    def _hear_room(self, level: float, echo: Echo, in_utterance: bool) -> None:
+        """The room is what is heard while nobody has the floor, our echo aside. A frame
+        joins it only once it is clear it did not start an utterance (a start window
+        later): the first syllables of a turn are not the room."""
+        if in_utterance:
+            self._idle.clear()
+            return
+        self._idle.append(level if echo.echo <= 0.25 * echo.near else None)
+        if len(self._idle) == self._idle.maxlen:
+            oldest = self._idle.popleft()
+            if oldest is not None:
+                self.room.hear(oldest)
+
+    def utterance_ended(self, t: float) -> None:
+        """The endpointer ended an utterance: learn the user's level from it."""
+        self.talker.utterance_ended(t)
+
+    def _stands_out(self, level: float) -> bool:
+        """Before the room is known (its first ~0.8 s), on a stream whose speech may come
+        at once: a voice starts a turn when it stands EARLY_MARGIN_DB above the quietest
+        of what was heard so far: a talker's first word rises out of a pause. (Talk in the
+        room can rise out of a lull too: that is why only such streams do this.)"""
+        if len(self._early) < EARLY_MIN_FRAMES:
+            return False
+        return level >= float(np.percentile(np.fromiter(self._early, float), 10)) + EARLY_MARGIN_DB
+
+    def _above_room(self, level: float) -> bool:
+        """Louder than the room's talk ever gets: whatever it is, it is not the room. The
+        soft end of a word ("France": 0.3 s of fricative 20-40 dB under the vowels, that
+        the neural VAD doubts) goes on in a quiet room; in background talk it cannot be
+        told from the room, and the hold decides."""
+        return self.room.known and level >= self.room.peak_db + self.options.start_margin_db
+
+    def _goes_on(self, level: float, echo: Echo) -> bool:
+        if echo.echo and echo.residual < 0.5 * echo.echo:
+            return False
+        return level >= self.room.median_db + self.options.continue_margin_db
+
+    def _starts(self, level: float, echo: Echo, probability: float, t: float,
+                in_utterance: bool) -> bool:
+        """The strict check. Inside an utterance the user's level is asked less strictly
+        (`resume_range_db`): the end of a question is often its quietest part."""
+        options = self.options
+        if echo.echo and echo.explained:
+            return False
+        if not self.room.known:
+            if not (self.stream.speech_at_once and self._stands_out(level)):
+                return False
+        elif level < self.room.peak_db + options.start_margin_db:
+            return False
+        user = self.talker.level_db(t)
+        below = options.resume_range_db if in_utterance else options.user_range_db
+        if user > UNKNOWN_DB and level < user - below:
+            return False
+        return probability >= options.speech_probability

@@ -1,0 +1,89 @@
+"""Its own voice is not the user: the reply, heard back by the microphone 10 dB down after
+100 ms (plus the transport's way there and back), never interrupts the reply, while a
+user who talks over it does, within 400 ms. Real audio: the embedded voice speaks both
+the reply and the user; the room gate runs with its real models (Silero, and the noise
+suppressor when installed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.bench.utterances import speak
+from models.room import room_factory
+from pipeline.conversation import ConversationOptions
+from pipeline.events import FRAME_SAMPLES, AudioFrame, SilenceOnset, SpeechStarted
+from pipeline.room import RoomOptions, Stream
+from pipeline.tts import PiperSynthesizer, first_sound
+from pipeline.vad import Endpointer, VadOptions
+
+pytestmark = pytest.mark.integration
+
+REPLY = ("The moon is about three hundred and eighty four thousand kilometres away. It takes"
+         " about twenty seven days to go around the earth, and it always shows us the same face.")
+BARGE_IN_MS = ConversationOptions().barge_in_ms
+"""Confirmed speech that interrupts a reply."""
+TRANSPORT_S = 0.06
+"""The way to the client and back on loopback WebRTC, added to the room's 100 ms."""
+
+
+class Duplex:
+    """A server whose reply frames leave at 20 ms ticks and whose microphone hears them
+    `delay_s` later, `echo_db` down, plus whatever the user says."""
+
+    def __init__(self, reply: np.ndarray, *, echo_db: float = -10, delay_s: float = 0.16) -> None:
+        self.room = room_factory(RoomOptions())(Stream())
+        self.endpointer = Endpointer(VadOptions(), room=self.room)
+        self.reply = reply
+        self.gain = 10 ** (echo_db / 20)
+        self.delay = int(delay_s * 16000)
+        self.t = 0.0
+        self.events: list[object] = []
+
+    def play(self, user: np.ndarray | None = None, user_at_s: float = 0.0) -> list[int]:
+        """Play the reply once (with a second of room either side); the confirmed speech
+        (ms) after each frame."""
+        far = np.concatenate([np.zeros(16000, np.int16), self.reply, np.zeros(16000, np.int16)])
+        far = far[: len(far) // FRAME_SAMPLES * FRAME_SAMPLES]
+        mic = np.zeros(len(far), np.float64)
+        mic[self.delay :] = far[: len(far) - self.delay] * self.gain
+        if user is not None:
+            at = 16000 + int(user_at_s * 16000)
+            mic[at : at + len(user)] += user[: len(mic) - at]
+        mic16 = np.clip(mic, -32768, 32767).astype(np.int16)
+        confirmed = []
+        for start in range(0, len(far), FRAME_SAMPLES):
+            self.t += 0.02
+            self.room.played(far[start : start + FRAME_SAMPLES], self.t - 0.02)
+            frame = AudioFrame(mic16[start : start + FRAME_SAMPLES], self.t)
+            self.events += self.endpointer.push(frame)
+            confirmed.append(self.endpointer.confirmed_ms)
+        return confirmed
+
+
+@pytest.fixture(scope="module")
+def reply(voice: PiperSynthesizer) -> np.ndarray:
+    return np.concatenate(list(voice.synthesize(REPLY)))
+
+
+def test_the_reply_heard_back_at_minus_10_db_never_barges_in(reply: np.ndarray) -> None:
+    duplex = Duplex(reply)
+    for _ in range(3):
+        confirmed = duplex.play()
+        assert max(confirmed) < BARGE_IN_MS
+    assert not any(isinstance(e, SilenceOnset) for e in duplex.events)  # no turn either
+
+
+@pytest.mark.parametrize("first_reply", [True, False], ids=["first-reply", "later-reply"])
+def test_a_user_talking_over_the_reply_still_interrupts_it_within_400_ms(
+        reply: np.ndarray, voice: PiperSynthesizer, first_reply: bool) -> None:
+    """400 ms at the client is ~300 ms at the server: the rest is the transport."""
+    duplex = Duplex(reply)
+    if not first_reply:
+        duplex.play()
+    user = speak(voice, "What is the tallest mountain in the world?", lead_s=0, trail_s=0.3)
+    confirmed = duplex.play(user, user_at_s=1.5)
+    spoke = (16000 + int(1.5 * 16000) + (first_sound(user) or 0)) // FRAME_SAMPLES
+    interrupted = next(k for k, ms in enumerate(confirmed) if ms >= BARGE_IN_MS)
+    assert 0 <= (interrupted - spoke) * 20 <= 400 - 1000 * TRANSPORT_S - 40
+    assert any(isinstance(e, SpeechStarted) for e in duplex.events)

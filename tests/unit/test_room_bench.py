@@ -1,0 +1,72 @@
+"""`apace bench --room`: the room mix a client hears, and how turns are scored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.bench.room import Asked, parse_conditions, summarize
+from app.bench.room_sounds import RoomMix, active_rms, pink_noise, scaled
+from pipeline.events import FRAME_SAMPLES
+
+
+def turn(speech_end: float, transcript: str) -> dict[str, object]:
+    return {"type": "turn", "received": speech_end + 2, "speech_end_t": speech_end,
+            "transcript": transcript}
+
+
+def test_a_turn_of_no_question_and_a_questions_second_turn_are_phantoms() -> None:
+    asked = [Asked("What is the capital of France?", 1.0, 3.0),
+             Asked("How do I boil an egg?", 10.0, 12.0)]
+    events = [turn(3.1, "What is the capital of France?"), turn(7.0, "hey"),
+              turn(12.1, "How do I"), turn(12.9, "boil an egg?")]
+    summary = summarize(asked, events)
+    assert summary["turns"] == 4 and summary["phantom_turns"] == 2 and summary["lost"] == 0
+    assert summary["wer"] == 0.0  # the split question's words all arrived
+
+
+def test_a_lost_question_counts_all_its_words_as_errors() -> None:
+    asked = [Asked("one two three", 1.0, 2.0), Asked("four five six", 5.0, 6.0)]
+    summary = summarize(asked, [turn(2.1, "one two three")])
+    assert summary["lost"] == 1 and summary["wer"] == 0.5
+
+
+def test_a_barge_in_while_the_user_is_silent_is_a_self_interruption() -> None:
+    asked = [Asked("a question", 1.0, 2.0), Asked("talking over", 8.0, 9.0, talk_over=True)]
+    events = [{"type": "barge_in", "received": 5.0}, {"type": "barge_in", "received": 8.3}]
+    summary = summarize(asked, events)
+    assert summary["self_interruptions"] == 1
+    assert summary["talk_overs"] == 1 and summary["talk_overs_honoured"] == 1
+
+
+def test_conditions_are_chosen_by_name_and_unknown_names_refused() -> None:
+    assert [c.name for c in parse_conditions("babble15,echo10")] == ["babble15", "echo10"]
+    assert "clean" in [c.name for c in parse_conditions(None)]
+    with pytest.raises(ValueError, match="unknown condition"):
+        parse_conditions("disco")
+
+
+def test_noise_is_set_the_asked_ratio_below_the_users_active_level() -> None:
+    noise = scaled(pink_noise(16000, np.random.default_rng(0)), 0.1, 10.0)
+    assert 20 * np.log10(active_rms(noise) / 0.1) == pytest.approx(-10, abs=0.5)
+
+
+def test_the_room_mix_plays_the_reply_back_after_its_delay_and_attenuated() -> None:
+    mix = RoomMix(None, echo_db=-10, echo_delay_s=0.1)
+    reply = np.full(FRAME_SAMPLES, 10000, np.int16)
+    silence = np.zeros(FRAME_SAMPLES, np.int16)
+    out = []
+    for _ in range(10):
+        mix.heard(reply)
+        out.append(mix.mix(silence))
+    first = next(k for k, frame in enumerate(out) if frame.any())
+    assert first == 5  # 100 ms of audio held in the line
+    assert int(out[first][0]) == pytest.approx(10000 * 10 ** (-10 / 20), abs=2)
+
+
+def test_a_talk_over_is_scored_apart_from_the_questions() -> None:
+    asked = [Asked("tell me a story", 1.0, 2.0), Asked("stop please", 5.0, 6.0, talk_over=True)]
+    events = [turn(2.1, "tell me a story"), {"type": "barge_in", "received": 5.3}]
+    summary = summarize(asked, events)
+    assert summary["questions"] == 1 and summary["lost"] == 0 and summary["wer"] == 0.0
+    assert summary["talk_overs_honoured"] == 1 and summary["talk_overs_answered"] == 0

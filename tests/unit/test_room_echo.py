@@ -1,0 +1,93 @@
+"""Echo discounting: a synthetic far end, and a microphone that hears a delayed,
+attenuated copy of it (and sometimes a user)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.events import FRAME_SAMPLES
+from pipeline.room.echo import Echo, EchoGuard, band_energies, db
+
+DT = 0.02
+
+
+def speechlike(frames: int, seed: int, level: float = 0.1) -> list[np.ndarray]:
+    """Noise bursts with a syllable rhythm (~4 per second) and gaps: envelopes to follow."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(frames):
+        on = (k // 6) % 2 == 0 or rng.random() < 0.1
+        amp = level * rng.uniform(0.3, 1.0) if on else level * 0.003
+        out.append((rng.standard_normal(FRAME_SAMPLES) * amp * 32767).astype(np.int16))
+    return out
+
+
+def run(guard: EchoGuard, far: list[np.ndarray], *, delay: int, gain_db: float,
+        user: dict[int, np.ndarray] | None = None, start: int = 0) -> list[Echo]:
+    """Play `far` frame by frame; the microphone hears it `delay` frames later."""
+    gain = 10 ** (gain_db / 20)
+    heard = []
+    for k in range(len(far)):
+        t = (start + k) * DT
+        guard.played(far[k], t)
+        mic = far[k - delay].astype(np.float64) * gain if k >= delay else np.zeros(FRAME_SAMPLES)
+        if user is not None and k in user:
+            mic = mic + user[k]
+        pcm = np.clip(mic, -32768, 32767).astype(np.int16)
+        echo = guard.hear(band_energies(pcm), t + DT)
+        guard.learn(user=not echo.explained)
+        heard.append(echo)
+    return heard
+
+
+def test_band_energies_add_up_to_the_frame_energy_above_100_hz() -> None:
+    t = np.arange(FRAME_SAMPLES) / 16000
+    tone = (0.1 * np.sin(2 * np.pi * 1000 * t) * 32767).astype(np.int16)
+    assert db(float(band_energies(tone).sum())) == pytest.approx(20 * np.log10(0.1 / np.sqrt(2)), abs=0.2)
+    rumble = (0.1 * np.sin(2 * np.pi * 50 * t) * 32767).astype(np.int16)
+    assert band_energies(rumble).sum() < band_energies(tone).sum() * 1e-3
+
+
+def test_nothing_played_means_no_echo_is_predicted() -> None:
+    guard = EchoGuard()
+    frame = speechlike(1, 1)[0]
+    echo = guard.hear(band_energies(frame), 1.0)
+    assert echo.echo == 0.0 and echo.residual == echo.near
+
+
+def test_it_learns_the_delay_and_loss_of_a_delayed_attenuated_copy() -> None:
+    guard = EchoGuard()
+    run(guard, speechlike(300, 2), delay=8, gain_db=-10)
+    assert guard.delay_s is not None and abs(guard.delay_s - 8 * DT) <= 0.04
+    assert np.all(np.abs(guard.gain_db - -10) < 3)
+
+
+@pytest.mark.parametrize(("delay", "gain_db"), [(5, -10), (8, -6), (20, 0), (30, -10), (45, -10)])
+def test_its_own_echo_is_never_taken_for_the_user(delay: int, gain_db: float) -> None:
+    """From the first frame on: until it has learned, it assumes a loud echo."""
+    heard = run(EchoGuard(), speechlike(400, 3), delay=delay, gain_db=gain_db)
+    unexplained = [k for k, e in enumerate(heard) if k >= delay and e.near > 1e-6
+                   and not e.explained]
+    assert unexplained == []
+
+
+def test_a_user_talking_over_the_echo_is_not_explained_by_it() -> None:
+    guard = EchoGuard()
+    far = speechlike(500, 4)
+    run(guard, far[:300], delay=8, gain_db=-10)
+    user_frames = speechlike(100, 5, level=0.1)  # as loud as what is played: 10 dB over its echo
+    user = {k: user_frames[k - 50].astype(np.float64) for k in range(50, 150)}
+    heard = run(guard, far[300:], delay=8, gain_db=-10, user=user, start=300)
+    talking = [heard[k] for k in range(50, 150) if user_frames[k - 50].std() > 1000]
+    share = np.mean([not e.explained for e in talking])
+    assert share > 0.8
+
+
+def test_frames_taken_faster_than_real_time_are_not_an_echo_reference() -> None:
+    """`apace talk --fast` drains the speaker at once: nothing is playing into a room."""
+    guard = EchoGuard()
+    for k, frame in enumerate(speechlike(40, 6)):
+        guard.played(frame, 1.0 + k * 0.0001)
+    frame = speechlike(1, 7)[0]
+    assert guard.hear(band_energies(frame), 1.1).echo == 0.0

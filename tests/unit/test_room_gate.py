@@ -1,0 +1,174 @@
+"""The room gate: starting is stricter than going on; the room, the user and our echo."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
+from pipeline.room import Room, RoomOptions, Stream
+from pipeline.room.gate import IDLE_WAIT_FRAMES
+from pipeline.vad import Endpointer, VadOptions
+
+RNG = np.random.default_rng(0)
+
+
+def noise(level_db: float) -> np.ndarray:
+    """A 20 ms white-noise frame at `level_db` dBFS."""
+    frame = RNG.standard_normal(FRAME_SAMPLES) * 10 ** (level_db / 20) * 32767
+    return np.clip(frame, -32768, 32767).astype(np.int16)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 0.02
+        return self.t
+
+
+def quiet_room(room: Room, clock: Clock) -> None:
+    for _ in range(60):
+        room.judge(noise(-70), clock(), False, in_utterance=False)
+
+
+def babble_room(room: Room, clock: Clock, frames: int = 200) -> None:
+    """A room whose level swings between -45 and -35 dB (median -40, peaks ~-36)."""
+    for level in np.random.default_rng(1).uniform(-45, -35, frames):
+        room.judge(noise(float(level)), clock(), True, in_utterance=False)
+
+
+def test_in_a_talking_room_a_voice_above_its_median_goes_on_but_does_not_start() -> None:
+    room, clock = Room(), Clock()
+    babble_room(room, clock)
+    heard = room.judge(noise(-35), clock(), True, in_utterance=False)
+    assert heard.voiced and not heard.confirmed
+    assert room.judge(noise(-25), clock(), True, in_utterance=False).confirmed
+
+
+def test_what_webrtcvad_calls_silence_is_never_speech() -> None:
+    room, clock = Room(), Clock()
+    babble_room(room, clock)
+    heard = room.judge(noise(-20), clock(), False, in_utterance=False)
+    assert not heard.voiced and not heard.confirmed
+
+
+def test_a_session_opened_before_anyone_speaks_waits_for_the_room() -> None:
+    """Talk in the room from the first frame on would otherwise be taken for the user and
+    hold the floor: where nobody speaks at once (a browser session), nothing starts before
+    the room has been heard (~0.8 s)."""
+    room, clock = Room(), Clock()
+    assert not room.judge(noise(-20), clock(), True, in_utterance=False).confirmed
+    quiet_room(room, clock)
+    assert room.judge(noise(-20), clock(), True, in_utterance=False).confirmed
+
+
+def test_before_the_room_has_been_heard_a_voice_must_rise_out_of_a_pause() -> None:
+    """A satellite streams from its wake word on and the question follows at once: the
+    first words cannot wait for the room to be measured. Until it is, a start must stand
+    well above the quietest of what was heard: talk in the room from the first frame on
+    (little dynamic range) starts nothing and so cannot hold the floor."""
+    room, clock = Room(stream=Stream(speech_at_once=True)), Clock()
+    for _ in range(5):
+        assert not room.judge(noise(-70), clock(), False, in_utterance=False).confirmed
+    assert room.judge(noise(-35), clock(), True, in_utterance=False).confirmed
+
+    talking = Room(stream=Stream(speech_at_once=True))
+    levels = np.random.default_rng(1).uniform(-45, -35, 30)
+    assert not any(talking.judge(noise(float(level)), clock(), True, in_utterance=False).confirmed
+                   for level in levels)
+    babble_room(talking, clock)
+    assert not talking.judge(noise(-35), clock(), True, in_utterance=False).confirmed
+    assert talking.judge(noise(-20), clock(), True, in_utterance=False).confirmed
+
+
+def test_a_start_must_come_near_the_users_learned_level_but_a_resume_need_not() -> None:
+    """Talk from across the room is 15 dB under the user; the user's quiet last word is not
+    a new talker."""
+    room, clock = Room(), Clock()
+    quiet_room(room, clock)
+    for _ in range(30):
+        room.judge(noise(-20), clock(), True, in_utterance=True)
+    room.utterance_ended(clock.t)
+    assert not room.judge(noise(-35), clock(), True, in_utterance=False).confirmed
+    assert room.judge(noise(-35), clock(), True, in_utterance=True).confirmed
+    assert room.judge(noise(-25), clock(), True, in_utterance=False).confirmed
+
+
+def test_the_neural_vad_must_agree_to_start_but_not_to_go_on() -> None:
+    room, clock = Room(speech_probability=lambda pcm: 0.1), Clock()
+    quiet_room(room, clock)
+    heard = room.judge(noise(-20), clock(), True, in_utterance=False)
+    assert heard.voiced and not heard.confirmed
+
+
+def test_our_own_echo_neither_starts_nor_continues_a_turn() -> None:
+    room, clock = Room(), Clock()
+    quiet_room(room, clock)
+    played = noise(-20)
+    room.echo.played(played, clock.t)
+    for _ in range(4):  # the way out and back: 100 ms
+        room.judge(noise(-70), clock(), False, in_utterance=False)
+    heard = room.judge((played * 0.3).astype(np.int16), clock(), True, in_utterance=False)
+    assert not heard.voiced and not heard.confirmed
+
+
+def test_the_first_syllables_of_a_turn_do_not_become_the_room() -> None:
+    """A frame joins the room only once it did not start an utterance."""
+    room, clock = Room(), Clock()
+    for _ in range(IDLE_WAIT_FRAMES + 10):
+        room.judge(noise(-70), clock(), False, in_utterance=False)
+    for _ in range(5):  # the start window of a turn
+        room.judge(noise(-20), clock(), True, in_utterance=False)
+    room.judge(noise(-20), clock(), True, in_utterance=True)
+    assert room.room.peak_db < -60
+
+
+def test_conditioning_runs_only_while_the_stream_needs_it() -> None:
+    calls: list[int] = []
+
+    class Halve:
+        def process(self, pcm: np.ndarray) -> np.ndarray:
+            calls.append(len(pcm))
+            return (pcm // 2).astype(np.int16)
+
+    room = Room(conditioner=Halve())
+    frame = np.full(FRAME_SAMPLES, 1000, np.int16)
+    assert (room.condition(frame) == 500).all() and calls == [160, 160]
+    processed = Room(conditioner=Halve(), stream=Stream(processed=True))
+    assert not processed.conditioning  # the browser says it suppressed noise itself
+    assert processed.condition(frame) is frame and calls == [160, 160]
+
+
+def test_in_a_quiet_room_a_soft_word_the_neural_vad_doubts_resumes_the_turn() -> None:
+    """The end of "France" is 0.3 s of fricative 20-40 dB under the vowels that Silero
+    doubts: louder than a quiet room ever is, it keeps and resumes the turn (else the
+    speculative transcript is cut: "capital of friend"). In a talking room a voice that
+    soft is the room's."""
+    for room_sound, resumes in ((quiet_room, True), (babble_room, False)):
+        room, clock = Room(speech_probability=lambda pcm: 0.2), Clock()
+        room_sound(room, clock)
+        for _ in range(30):
+            heard = room.judge(noise(-45), clock(), True, in_utterance=True)
+        assert heard.resumes is resumes and heard.voiced is resumes and not heard.confirmed
+
+
+def feed(endpointer: Endpointer, frames: list[np.ndarray], start: float = 0.0) -> list[object]:
+    events: list[object] = []
+    for k, pcm in enumerate(frames):
+        events += endpointer.push(AudioFrame(pcm, start + (k + 1) * 0.02))
+    return events
+
+
+def test_a_burst_of_background_talk_too_short_to_be_a_turn_ends_unheard() -> None:
+    """It may start an utterance, but with less confirmed speech than min_turn_ms it
+    never raises a silence onset or an endpoint: no speculation, no turn."""
+    endpointer = Endpointer(VadOptions(), classify=lambda pcm: bool(np.abs(pcm).max() > 100),
+                            room=Room(RoomOptions(min_turn_ms=200)))
+    quiet = [noise(-80) for _ in range(40)]
+    burst = [noise(-20) for _ in range(7)]  # 140 ms
+    events = feed(endpointer, quiet + burst + quiet)
+    assert [type(e) for e in events] == [SpeechStarted]
+    longer = [noise(-20) for _ in range(15)]  # 300 ms: a turn
+    events = feed(endpointer, longer + quiet, start=10.0)
+    assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint]
