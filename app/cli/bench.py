@@ -1,4 +1,5 @@
-"""`apace bench`: its flags and which bench they run (latency, --quality, --room, --asr).
+"""`apace bench`: its flags and which bench they run (latency, --quality, --room, --asr,
+--sessions).
 
 The benches themselves live in app/bench; they are imported only when run.
 """
@@ -22,6 +23,8 @@ def command(args: argparse.Namespace) -> int:
         return _bench_quality(args)
     if args.room is not None:
         return _bench_room(args)
+    if args.sessions is not None:
+        return _bench_sessions(args)
     if args.compare or args.only:
         raise UsageError("--compare and --only go with --quality")
     if args.rounds < 1:
@@ -61,6 +64,20 @@ def _bench_room(args: argparse.Namespace) -> int:
         bench_room(url=args.url, out=Path(args.out), rounds=args.rounds,
                    conditions=parse_conditions(args.room), server_args=args.server_arg or (),
                    held_out=args.held_out)
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_sessions(args: argparse.Namespace) -> int:
+    """`apace bench --sessions N`: N conversations at once on one server, TTFA per N."""
+    from pathlib import Path
+
+    from app.bench.sessions import bench_sessions, parse_sessions
+
+    try:
+        bench_sessions(url=args.url, counts=parse_sessions(args.sessions), out=Path(args.out),
+                       rounds=args.rounds, server_args=args.server_arg or ())
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -111,6 +128,10 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
                        help="ask the questions in a room (background talk, noise, the reply's"
                        " echo); CONDITIONS: comma-separated names (app/bench/room.py), default"
                        " clean,babble15,pink10,white25,echo10 (bench_room.json)")
+    bench.add_argument("--sessions", metavar="SPEC",
+                       help="N WebRTC clients talking at once to one server, staggered; SPEC:"
+                       " a count or comma-separated counts 1-16, e.g. 1,2,3,4 (client TTFA"
+                       " and RSS per idle session per count: bench_sessions.json/.png)")
     bench.add_argument("--held-out", action="store_true",
                        help="with --room: ask the ASR set's held-out lines (never tuned on)"
                        " instead of the question set")
