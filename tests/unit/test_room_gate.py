@@ -172,3 +172,19 @@ def test_a_burst_of_background_talk_too_short_to_be_a_turn_ends_unheard() -> Non
     longer = [noise(-20) for _ in range(15)]  # 300 ms: a turn
     events = feed(endpointer, longer + quiet, start=10.0)
     assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint]
+
+
+def test_before_the_room_is_known_a_soft_word_end_goes_on_on_a_stream_that_speaks_at_once(
+        ) -> None:
+    """A satellite's question that starts at once ends in a soft "France" before the room
+    has been heard: louder than the pause it rose from, it goes on past the hold."""
+    room, clock = Room(speech_probability=lambda pcm: 0.2,
+                       stream=Stream(speech_at_once=True)), Clock()
+    for _ in range(5):
+        room.judge(noise(-90), clock(), False, in_utterance=False)
+    heard = [room.judge(noise(-45), clock(), True, in_utterance=True) for _ in range(30)]
+    assert not room.room.known and all(h.voiced and h.resumes for h in heard)
+    browser = Room(speech_probability=lambda pcm: 0.2)  # waits for the room: the hold decides
+    for _ in range(5):
+        browser.judge(noise(-90), clock(), False, in_utterance=False)
+    assert not browser.judge(noise(-45), clock(), True, in_utterance=True).resumes
