@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.events import FRAME_MS, Pcm
-from pipeline.room.conditioning import Conditioner, condition
+from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard, band_energies, db
 from pipeline.room.levels import UNKNOWN_DB, RoomLevel, TalkerLevel
 from pipeline.timeline import now
@@ -37,6 +37,8 @@ IDLE_WAIT_FRAMES = 15
 
 EARLY_MARGIN_DB = 18.0
 EARLY_MIN_FRAMES = 3
+QUIET_DB = -50.0
+"""A stream whose frames so far were typically this quiet has no talk in its room."""
 """Before the room is known, a start must stand this far above the quietest tenth of the
 frames heard so far (at least this many)."""
 
@@ -53,6 +55,9 @@ class RoomOptions:
     conditioning: bool = True
     """Noise suppression on streams whose client has not done it (when a conditioner is
     given); a stream can turn it off (`Room.conditioning`) when its client did it."""
+    always_suppress: bool = False
+    """Suppress noise in a quiet room too (default: only once the raw room is noisy,
+    pipeline.room.conditioning.Suppression)."""
     start_margin_db: float = 4.0
     """A turn starts (or resumes, or interrupts) only on voice this far above the room's
     usual peaks (its 90th-percentile frame level)."""
@@ -145,13 +150,17 @@ class Room:
         self.conditioning = self.options.conditioning and not self.stream.processed
         """Per stream: False when the client says it suppressed noise itself."""
         self._conditioner = conditioner
+        self.suppression = Suppression()
+        """Whether the conditioner's output is used: in a noisy room (or always_suppress)."""
         self._speech = speech_probability
         self.echo = EchoGuard(max_delay_s=self.options.max_echo_delay_s,
                               margin_db=self.options.echo_margin_db)
         self.room = RoomLevel(min_frames=25)
         self.talker = TalkerLevel()
-        self._idle: deque[float | None] = deque(maxlen=IDLE_WAIT_FRAMES)
+        self._idle: deque[tuple[float, float] | None] = deque(maxlen=IDLE_WAIT_FRAMES)
         self._early: deque[float] = deque(maxlen=50)
+        self._early_idle: deque[float] = deque(maxlen=50)
+        """The same, while nobody had the floor: how quiet the stream was before a voice."""
         self._since = 1 << 30
         """Frames since the last confirmed one."""
 
@@ -165,7 +174,9 @@ class Room:
         """The frame after noise suppression, if this stream needs it."""
         if self._conditioner is None or not self.conditioning:
             return pcm
-        return condition(self._conditioner, pcm)
+        self.suppression.hear(pcm)
+        suppressed = condition(self._conditioner, pcm)
+        return suppressed if self.suppression.on or self.options.always_suppress else pcm
 
     def judge(self, pcm: Pcm, t: float, voiced: bool, *, in_utterance: bool) -> Heard:
         """Verdicts on a (conditioned) frame that webrtcvad called `voiced` or not;
@@ -177,6 +188,8 @@ class Room:
         probability = self._speech(pcm) if self._speech is not None else 1.0
         if not self.room.known:
             self._early.append(level)
+            if not in_utterance:
+                self._early_idle.append(level)
         going_on = voiced and self._goes_on(level, echo)
         confirmed = going_on and self._starts(level, echo, probability, t, in_utterance)
         # Counted in frames, not on the clock: `apace talk --fast` feeds them faster.
@@ -193,6 +206,8 @@ class Room:
         if in_utterance and confirmed:
             self.talker.speech(level)
         resumes = confirmed or (voiced and not echo.explained and self._above_room(level))
+        if not in_utterance and self._conditioner is not None:
+            self.suppression.decide()
         return Heard(going_on, confirmed, level, resumes)
 
     def _hear_room(self, level: float, echo: Echo, in_utterance: bool) -> None:
@@ -202,11 +217,13 @@ class Room:
         if in_utterance:
             self._idle.clear()
             return
-        self._idle.append(level if echo.echo <= 0.25 * echo.near else None)
+        mostly_echo = echo.echo > 0.25 * echo.near
+        self._idle.append(None if mostly_echo else (level, self.suppression.raw_db))
         if len(self._idle) == self._idle.maxlen:
             oldest = self._idle.popleft()
             if oldest is not None:
-                self.room.hear(oldest)
+                self.room.hear(oldest[0])
+                self.suppression.room.hear(oldest[1])
 
     def utterance_ended(self, t: float) -> None:
         """The endpointer ended an utterance: learn the user's level from it."""
@@ -221,6 +238,20 @@ class Room:
             return False
         return level >= float(np.percentile(np.fromiter(self._early, float), 10)) + EARLY_MARGIN_DB
 
+    def _early_start(self, level: float) -> bool:
+        """Before the room is known: a voice may start a turn on a stream whose speech may
+        come at once, or on any stream that has been quiet so far (its typical frame well
+        under a voice: talk in the room from the first frame is not), when it rises out
+        of the quietest of what was heard (a client that speaks right after it connects:
+        0.3 s after `ready`, the room was not yet known and the question went unheard)."""
+        if not (self.stream.speech_at_once or self._quiet_so_far()):
+            return False
+        return self._stands_out(level)
+
+    def _quiet_so_far(self) -> bool:
+        return (len(self._early_idle) >= EARLY_MIN_FRAMES
+                and float(np.median(np.fromiter(self._early_idle, float))) <= QUIET_DB)
+
     def _above_room(self, level: float) -> bool:
         """Louder than the room's talk ever gets: whatever it is, it is not the room. The
         soft end of a word ("France": 0.3 s of fricative 20-40 dB under the vowels, that
@@ -229,7 +260,7 @@ class Room:
         that may speak at once, the same as a start: well out of the quietest of what was
         heard (Realtime test: "France" cut, the reply 0.12 s after the real end of speech)."""
         if not self.room.known:
-            return self.stream.speech_at_once and self._stands_out(level)
+            return self._early_start(level)
         return level >= self.room.peak_db + self.options.start_margin_db
 
     def _goes_on(self, level: float, echo: Echo) -> bool:
@@ -245,7 +276,7 @@ class Room:
         if echo.echo and echo.explained:
             return False
         if not self.room.known:
-            if not (self.stream.speech_at_once and self._stands_out(level)):
+            if not self._early_start(level):
                 return False
         elif level < self.room.peak_db + options.start_margin_db:
             return False
