@@ -13,10 +13,12 @@ from models.load import (
     load_synthesizer,
     load_transcriber,
     open_responder,
+    open_shared,
     open_turn_detector,
 )
 from models.locate import Located
 from models.room import room_factory
+from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions
 from pipeline.conversation import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
@@ -24,6 +26,7 @@ from pipeline.llm import LlmOptions
 from pipeline.skills import Skill
 from pipeline.skills.lists import ListStore, default_data_dir
 from pipeline.tts import TtsOptions
+from pipeline.workers import CpuLock
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,12 @@ class Settings:
     """Built-in skills answer timers, lists, arithmetic, units, time and spelling."""
     denoiser: str | None = "webrtc"
     """Noise suppression of raw microphone audio: "webrtc", "rnnoise" or None."""
+    shared_llm: bool = True
+    """One LLM context for every conversation, batched (models/shared_llm.py); False: a
+    context per conversation. A draft model needs contexts of its own."""
+    llm_sequences: int = 4
+    """Conversations whose KV the shared LLM keeps at once (each n_ctx tokens); more
+    are evicted, least recently used first, and read again when they speak."""
     data_dir: str | None = None
     """Where the shopping list and notes persist (None: pipeline.skills.lists default)."""
 
@@ -65,8 +74,15 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     llm_options = settings.llm
 
     engine: Engine | None = None
+    cpu = CpuLock() if settings.share_cpu else None
+    shared = None
+    if settings.shared_llm and not llm_options.draft_model and not llm_options.prompt_lookup:
+        shared = open_shared(llm_path, llm_options, sequences=settings.llm_sequences + 1, cpu=cpu)
 
     def open_llm() -> ClosableResponder:
+        if shared is not None:
+            seq = SeqResponder(shared, llm_path.name, llm_options)
+            return ClosableResponder(seq, seq.close)
         stats = engine.stats.draft if engine is not None else None
         responder = open_responder(llm_path, llm_options, stats)
         return ClosableResponder(responder, responder.close)
@@ -84,7 +100,11 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
                     tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
                     share_cpu=settings.share_cpu, skills=skills, store=store,
-                    make_room=make_room)
+                    make_room=make_room, cpu=cpu,
+                    shared_llm=shared.close if shared is not None else None,
+                    llm_memory=shared.memory if shared is not None else None)
+    if shared is not None:
+        shared.draft_stats = engine.stats.draft
     return engine, located
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from models.locate import Located, ModelError, locate
+from models.shared_llm import SharedLlama
+from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions, WhisperTranscriber
 from pipeline.drafts import Drafter, ModelDraft, PromptLookup, same_vocabulary
 from pipeline.llm import LlamaResponder, LlmOptions
@@ -17,6 +19,7 @@ from pipeline.piper_stream import StreamingVoice, WholeGraph, release_garbage
 from pipeline.stats import DraftStats
 from pipeline.tts import PiperSynthesizer, TtsOptions
 from pipeline.turn_detector import LlamaTurnDetector
+from pipeline.workers import CpuLock
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -114,6 +117,26 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
         drafter.always.append(lambda: ModelDraft(draft))
         responder.also_close.append(draft.close)
     return responder
+
+
+def open_shared(path: Path, options: LlmOptions, *, sequences: int = 5,
+                cpu: CpuLock | None = None, draft_stats: DraftStats | None = None
+                ) -> SharedLlama:
+    """The LLM loaded once for every conversation (models/shared_llm.py), with KV for
+    `sequences` - 1 conversations at a time (more are evicted and read again). The
+    `Llama` object gives the vocabulary and chat template; its own context is a token one."""
+    from llama_cpp import Llama
+
+    try:
+        llama = Llama(str(path), n_ctx=64, n_threads=options.threads,
+                      n_threads_batch=options.threads, n_gpu_layers=options.gpu_layers,
+                      verbose=False)
+        shared = SharedLlama(llama, n_ctx=options.n_ctx, sequences=sequences,
+                             threads=options.threads, cpu=cpu, draft_stats=draft_stats)
+    except (ValueError, RuntimeError, OSError) as error:
+        raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
+    shared.set_template(SeqResponder(shared, path.name, options)._next_prompt_start([]))
+    return shared
 
 
 def _open_draft_model(path: Path, target: Llama, options: LlmOptions) -> Llama:

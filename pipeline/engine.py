@@ -1,8 +1,9 @@
 """The engine: models loaded once per process, a conversation opened per user.
 
-ASR, TTS and the turn detector are shared by all conversations (one worker thread each);
-every conversation gets its own llama context and worker, because the KV prefix it keeps
-is that conversation's history.
+ASR, TTS and the turn detector are shared by all conversations (one worker thread each).
+The LLM is shared too (models/shared_llm.py: one context, a sequence per conversation,
+batched decoding that takes the CPU lock itself), or, with `--no-shared-llm`, every
+conversation gets a llama context of its own.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Engine:
         skills: Sequence[Skill] | None = None,
         store: ListStore | None = None,
         make_room: Callable[[Stream], Room] | None = None,
+        cpu: CpuLock | None = None,
+        shared_llm: Callable[[], None] | None = None,
+        llm_memory: Callable[[], dict[str, object]] | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -66,7 +70,12 @@ class Engine:
         self.reply_cache = ReplyCache(stats=self.stats.reply_cache) if reply_cache else None
         self.open_responder = open_responder
         # One model computes at a time, across all conversations (pipeline.workers).
-        self.cpu = CpuLock() if share_cpu else None
+        self.cpu = cpu or (CpuLock() if share_cpu else None)
+        self._close_llm = shared_llm
+        self.llm_memory = llm_memory
+        """The shared LLM's KV: reserved, and held per conversation (None: not shared)."""
+        """Closes the LLM every conversation shares; it schedules its own CPU, so the
+        conversations' LLM workers only wait for it."""
         self.asr_worker = ModelWorker("asr", self.cpu)
         self.tts_worker = ModelWorker("tts", self.cpu)
         self.detector = detector
@@ -98,7 +107,7 @@ class Engine:
         """A conversation with its own llama context, warmed; closed on exit. `stream`:
         what the transport knows of its microphone audio (the room gate's per-stream
         settings; default: raw audio from a session opened before anyone speaks)."""
-        llm_worker = ModelWorker("llm", self.cpu)
+        llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
         opened: ClosableResponder | None = None
         try:
             # Background priority: a new user's set-up never delays someone's reply.
@@ -135,3 +144,5 @@ class Engine:
         self.tts_worker.close()
         if self.detector_worker is not None:
             self.detector_worker.close(self._close_detector)
+        if self._close_llm is not None:
+            self._close_llm()

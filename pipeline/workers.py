@@ -47,6 +47,15 @@ class _Job(Generic[T]):
     cancelled: threading.Event = field(compare=False, default_factory=threading.Event)
 
 
+_local = threading.local()
+
+
+def current_priority() -> Priority:
+    """The priority of the worker job this thread is running (CONFIRMED outside one):
+    a model that schedules its own CPU (models/shared_llm.py) carries it on."""
+    return getattr(_local, "priority", Priority.CONFIRMED)
+
+
 _STOP = _Job[Any](priority=1 << 30, seq=1 << 62, run=lambda _c: None)
 _DONE = object()
 
@@ -63,6 +72,8 @@ class CpuLock:
         self._seq = itertools.count()
         self.waited_s = 0.0
         """Total time calls spent waiting for the CPU (a measure of contention)."""
+        self.held_s = 0.0
+        """Total time the CPU was lent out: its busy time (pipeline.admission)."""
 
     @contextlib.contextmanager
     def hold(self, priority: Priority) -> Iterator[None]:
@@ -74,12 +85,14 @@ class CpuLock:
                 self._cond.wait()
             heapq.heappop(self._waiting)
             self._held = True
-            self.waited_s += time.perf_counter() - started
+            acquired = time.perf_counter()
+            self.waited_s += acquired - started
         try:
             yield
         finally:
             with self._cond:
                 self._held = False
+                self.held_s += time.perf_counter() - acquired
                 self._cond.notify_all()
 
 
@@ -109,6 +122,7 @@ class ModelWorker:
         future: asyncio.Future[T] = loop.create_future()
 
         def run(cancelled: threading.Event) -> None:
+            _local.priority = priority
             try:
                 with self._hold(priority):
                     if cancelled.is_set():
@@ -145,6 +159,7 @@ class ModelWorker:
         def run(cancelled: threading.Event) -> None:
             if cancelled.is_set():
                 return
+            _local.priority = priority
             generator = make(*args)
             try:
                 while True:

@@ -64,6 +64,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                          " / --vad-floor-db)") from None
     if args.threads < 0:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
+    if not 1 <= args.llm_sequences <= 63:
+        raise UsageError("--llm-sequences must be 1-63")
     llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
                      reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
                      prompt_lookup=args.prompt_lookup, draft_model=args.draft_model,
@@ -95,7 +97,8 @@ def settings_from(args: argparse.Namespace) -> Any:
             partial_interval_s=None if args.no_captions else args.caption_interval,
             prefill_captions=not args.no_caption_prefill,
             integrity=integrity,
-            room=RoomOptions(enabled=not args.no_room_gate),
+            room=RoomOptions(enabled=not args.no_room_gate,
+                             always_suppress=args.always_denoise),
         ),
         denoiser=None if args.denoiser == "off" else args.denoiser,
         tts=TtsOptions(stream=not args.no_tts_stream),
@@ -105,6 +108,8 @@ def settings_from(args: argparse.Namespace) -> Any:
         share_cpu=not args.no_cpu_turns,
         skills=not args.no_skills,
         data_dir=args.data_dir,
+        shared_llm=not args.no_shared_llm,
+        llm_sequences=args.llm_sequences,
     )
 
 
@@ -165,7 +170,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                             stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
                             jitter_hold=args.jitter_hold, connect_timeout_s=args.connect_timeout,
                             max_session_s=args.max_session_age,
-                            drain_timeout_s=args.drain_timeout)
+                            drain_timeout_s=args.drain_timeout,
+                            admit_by_load=not args.no_admission)
     try:
         tls, access, pairing = secure(exposure, config_path().parent)
         if args.wyoming is not None:  # the Wyoming server beside it, sharing the engine
@@ -306,6 +312,10 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--llm-gpu-layers", type=int, default=0,
                        help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
+    group.add_argument("--llm-sequences", type=int, default=4, metavar="N",
+                       help="conversations whose history the shared LLM keeps in its KV at"
+                       " once (2048 tokens each); beyond them the least recently used is"
+                       " read again when it speaks (default %(default)s)")
     group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
                        help="silence that ends the user's turn (default %(default)s)")
     group.add_argument("--onset-ms", type=int, default=VadOptions().onset_ms,
@@ -338,6 +348,9 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     levers.add_argument("--no-tts-cache", action="store_true")
     levers.add_argument("--no-tts-stream", action="store_true",
                         help="Piper synthesizes each sentence whole (no audio while it decodes)")
+    levers.add_argument("--no-shared-llm", action="store_true",
+                        help="a llama context per conversation instead of one shared,"
+                        " batched context (a --draft-model always gets its own)")
     levers.add_argument("--no-cpu-turns", action="store_true",
                         help="let ASR, LLM and TTS compute at the same time")
     group.add_argument("--caption-interval", type=float, metavar="S",
@@ -352,6 +365,9 @@ def _engine_flags(parser: argparse.ArgumentParser) -> None:
     room.add_argument("--denoiser", choices=("webrtc", "rnnoise", "off"), default="webrtc",
                       help="noise suppression of raw microphone audio (a browser that did its"
                       " own is not suppressed again; rnnoise needs pyrnnoise; default %(default)s)")
+    room.add_argument("--always-denoise", action="store_true",
+                      help="suppress noise in a quiet room too (default: only once the room's"
+                      " own level is noisy, above -50 dBFS)")
     room.add_argument("--no-room-gate", action="store_true",
                       help="webrtcvad alone decides who speaks: no room level, no echo guard,"
                       " no neural VAD (nor noise suppression)")
@@ -418,6 +434,9 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--self-signed", action="store_true",
                        help="serve HTTPS with a generated certificate (microphone on a LAN)")
     serve.add_argument("--max-sessions", type=int, default=4)
+    serve.add_argument("--no-admission", action="store_true",
+                       help="admit sessions up to --max-sessions whatever the load (default:"
+                       " refuse one the measured load says would push TTFA p95 over --slo-ms)")
     serve.add_argument("--idle-timeout", type=float, default=30.0,
                        help="close a session whose audio stops for this many seconds")
     serve.add_argument("--slo-ms", type=float, default=800.0,

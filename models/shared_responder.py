@@ -1,0 +1,87 @@
+"""One conversation's view of the LLM every conversation shares (models/shared_llm.py).
+
+`SeqResponder` is the `Responder` a conversation uses: the same prompts, tool bias and
+drafts as a llama context of its own (pipeline.llm.LlamaResponder, whose prompt building
+it inherits), submitted as jobs to the shared engine and read back token by token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from models.shared_llm import END, SharedLlama
+from pipeline.batching import Job
+from pipeline.drafts import TextDraft
+from pipeline.llm import LlamaResponder, LlmOptions, Message
+from pipeline.workers import current_priority
+
+
+class SeqResponder(LlamaResponder):
+    """One conversation's view of the shared LLM: the same prompts as a context of its
+    own, read and decoded by the shared engine."""
+
+    _keys = iter(range(1, 1 << 62))
+
+    def __init__(self, shared: SharedLlama, model_id: str, options: LlmOptions) -> None:
+        super().__init__(shared.llama, model_id, options)
+        self.shared = shared
+        self.key = next(SeqResponder._keys)
+        self.traces: list[tuple[list[int], list[float]]] | None = None
+        """When a list: each reply's tokens and their leads over the runner-up."""
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        tokens = self._tokens(self.prompt(self.fit(history, user), user))
+        if not self.options.reuse_kv:
+            self.shared.forget(self.key)
+        drafts = [TextDraft("expected_reply", self._draft_tokens(draft))] \
+            if draft and self.options.drafts else []
+        job = self.shared.submit(Job(
+            key=self.key, prompt=tokens, priority=current_priority(), generate=True,
+            max_tokens=self.options.max_tokens, penalty=self.options.repeat_penalty,
+            bias=self._no_calls() if plain and self.tools else None, drafts=drafts,
+            margins=[] if self.traces is not None else None))
+        if self.traces is not None and job.margins is not None:
+            self.traces.append((job.generated, job.margins))
+        pending = b""
+        try:
+            while (item := job.out.get()) is not END:
+                self.shared.wake()
+                self.tokens_generated += 1
+                pending += self.llama.detokenize([int(item)])  # type: ignore[call-overload]
+                text = _complete_utf8(pending)
+                if text:
+                    pending = pending[len(text.encode()):]
+                    yield text
+            if job.error is not None:
+                raise job.error
+        finally:
+            job.cancelled.set()
+            self.shared.wake()
+
+    def warm(self, history: Sequence[Message]) -> None:
+        self._extend(self._next_prompt_start(history))
+
+    def _no_calls(self) -> dict[int, float]:
+        if self.shared.call_bias is None:
+            self.shared.call_bias = super()._no_calls()
+        return self.shared.call_bias
+
+    def _extend(self, tokens: list[int]) -> None:
+        job = self.shared.submit(Job(key=self.key, prompt=tokens, priority=current_priority()))
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+
+    def close(self) -> None:
+        self.shared.forget(self.key)
+
+
+def _complete_utf8(data: bytes) -> str:
+    """The longest prefix of `data` that is whole UTF-8 (a token may end mid-character)."""
+    for cut in range(len(data), max(-1, len(data) - 4), -1):
+        try:
+            return data[:cut].decode()
+        except UnicodeDecodeError:
+            continue
+    return data.decode(errors="replace")

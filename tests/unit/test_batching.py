@@ -1,0 +1,90 @@
+"""Scheduling the shared LLM's steps (pipeline.batching), with fake jobs: urgency and
+deadlines decide who goes first, speculation waits under load, background work only runs
+alone, a reply whose reader is behind sits out, long prompts are read in chunks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.batching import MAX_AHEAD, PREFILL_CHUNK, SPECULATION_LIMIT, Job, choose, plan
+from pipeline.workers import Priority
+
+
+def decoding(key: int, priority: Priority = Priority.CONFIRMED, deadline: float = 10.0) -> Job:
+    job = Job(key=key, prompt=[1, 2], priority=priority, generate=True, deadline=deadline)
+    job.admitted, job.next_token = True, 7
+    return job
+
+
+def reading(key: int, n: int, priority: Priority = Priority.CONFIRMED,
+            deadline: float = 10.0, generate: bool = True) -> Job:
+    job = Job(key=key, prompt=list(range(n)), priority=priority, generate=generate,
+              deadline=deadline)
+    job.admitted, job.pending = True, list(range(n))
+    return job
+
+
+def keys(jobs: list[Job]) -> list[int]:
+    return [pick.job.key for pick in plan(jobs, budget=512)]
+
+
+def test_every_decoding_reply_brings_one_token_to_the_same_step() -> None:
+    jobs = [decoding(1), decoding(2), decoding(3)]
+    picks = plan(jobs, budget=512)
+    assert [len(p.tokens) for p in picks] == [1, 1, 1]
+
+
+def test_the_earliest_deadline_goes_first_within_a_class_and_class_before_deadline() -> None:
+    late, soon = reading(1, 600, deadline=9.0), reading(2, 600, deadline=5.0)
+    spec = reading(3, 10, Priority.SPECULATIVE, deadline=1.0)
+    assert keys([late, spec, soon])[0] == 2
+    picks = plan([late, soon], budget=512)
+    assert picks[0].job is soon and len(picks[0].tokens) == 512  # alone in the budget
+
+
+def test_under_load_speculation_waits_and_background_runs_only_alone() -> None:
+    confirmed = [decoding(k) for k in range(SPECULATION_LIMIT)]
+    spec = decoding(9, Priority.SPECULATIVE)
+    background = reading(8, 20, Priority.BACKGROUND, generate=False)
+    assert keys([*confirmed, spec, background]) == list(range(SPECULATION_LIMIT))
+    assert keys([confirmed[0], spec, background]) == [0, 9]
+    assert keys([background]) == [8]
+
+
+def test_a_reply_whose_reader_is_behind_sits_out() -> None:
+    slow, other = decoding(1), decoding(2)
+    for token in range(MAX_AHEAD):
+        slow.out.put(token)
+    assert keys([slow, other]) == [2]
+    slow.out.get()
+    assert keys([slow, other]) == [1, 2]
+
+
+def test_a_long_prompt_is_read_in_chunks_beside_replies_being_decoded() -> None:
+    reply, prompt = decoding(1), reading(2, 300)
+    picks = plan([reply, prompt], budget=512)
+    assert [len(p.tokens) for p in picks] == [1, PREFILL_CHUNK]
+    assert picks[1].reads_prompt and not picks[0].reads_prompt
+
+
+def test_a_draft_rides_with_its_replys_next_token_within_the_budget() -> None:
+    job = decoding(1)
+    job.proposal = [4, 5, 6]
+    assert plan([job], budget=512)[0].tokens == [7, 4, 5, 6]
+    assert plan([job], budget=2)[0].tokens == [7, 4]
+
+
+def test_finished_and_cancelled_jobs_take_no_part() -> None:
+    done, cancelled, live = decoding(1), decoding(2), decoding(3)
+    done.done.set()
+    cancelled.cancelled.set()
+    assert keys([done, cancelled, live]) == [3]
+
+
+def test_choose_is_greedy_after_llama_cpps_repeat_penalty_and_the_bias() -> None:
+    logits = np.array([1.0, 1.05, -0.5, 0.2], np.float32)
+    assert choose(logits, [], 1.1) == 1
+    assert choose(logits, [1], 1.1) == 0  # 1.05 / 1.1 < 1.0
+    assert choose(logits, [1, 0], 1.1) == 1  # both penalized: 0.955 > 0.909
+    assert choose(logits, [], 1.0, bias={1: -100.0, 0: -100.0}) == 3
+    assert logits[1] == np.float32(1.05)  # the logits themselves are left alone
