@@ -102,6 +102,34 @@ class RuntimeCollector(Collector):
                                 value=float(self.draining()))
 
 
+class MemoryCollector(Collector):
+    """The shared LLM's KV (reserved, held by conversations) and its batching, read at
+    scrape time from the same report as the dashboard's (`Sessions.memory`)."""
+
+    def __init__(self, memory: Callable[[], Mapping[str, Any]]) -> None:
+        self.memory = memory
+
+    def collect(self) -> Iterator[Metric]:
+        memory = self.memory()
+        llm = memory.get("llm")
+        if not llm:
+            return
+        held = memory.get("kv_bytes_per_session", {})
+        yield GaugeMetricFamily("apace_llm_kv_reserved_bytes",
+                                "KV memory the shared LLM reserved for all conversations.",
+                                value=llm["kv_bytes_reserved"])
+        yield GaugeMetricFamily("apace_llm_kv_held_bytes",
+                                "KV memory holding live sessions' histories.",
+                                value=sum(held.values()))
+        yield GaugeMetricFamily("apace_llm_conversations_held",
+                                "Conversations whose history the shared LLM's KV holds.",
+                                value=llm["conversations_held"])
+        if llm.get("tokens_per_step") is not None:
+            yield GaugeMetricFamily("apace_llm_tokens_per_step",
+                                    "Tokens per batched decode step, on average.",
+                                    value=llm["tokens_per_step"])
+
+
 def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, documentation, value=value)
 
@@ -112,7 +140,8 @@ class Metrics:
 
     def __init__(self, snapshot: Snapshot, sessions: Callable[[], int],
                  loop_lag_ms: Callable[[], float | None] = lambda: None,
-                 draining: Callable[[], bool] = lambda: False) -> None:
+                 draining: Callable[[], bool] = lambda: False,
+                 memory: Callable[[], Mapping[str, Any]] | None = None) -> None:
         self.registry = CollectorRegistry()
         self.refused = Counter("apace_refused_requests", "Requests refused, by reason.",
                                ("reason",), registry=self.registry)
@@ -138,6 +167,8 @@ class Metrics:
             self.ttfa.labels(where=where)
         self.registry.register(EngineCollector(snapshot, sessions, loop_lag_ms))
         self.registry.register(RuntimeCollector(draining))
+        if memory is not None:
+            self.registry.register(MemoryCollector(memory))
         ProcessCollector(registry=self.registry)
 
     def observe_turn(self, timeline_ms: Mapping[str, float]) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -31,10 +32,11 @@ from app.security.pairing import ACCESS, pair, pair_page
 from app.security.sdp import check_offer
 from app.session import Session
 from app.transports.realtime.route import add_realtime
+from pipeline.admission import LoadModel
 from pipeline.conversation import Turn
 from pipeline.engine import Engine
 from pipeline.room import Stream
-from pipeline.timeline import TTFA_BROWSER
+from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,9 @@ class ServerOptions:
     retry_after_s: int = 5
     """What a refused offer is told to wait (Retry-After) when the server is full or
     draining."""
+    admit_by_load: bool = True
+    """Refuse a new session when the measured load predicts it would push TTFA p95 over
+    `slo_ttfa_ms` (pipeline.admission); `max_sessions` stays the hard cap."""
     drain_timeout_s: float = 10.0
     """On SIGTERM, how long replies in flight may take to finish before every session is
     closed."""
@@ -87,10 +92,13 @@ class Sessions:
     metrics: Metrics = field(init=False)
 
     draining: bool = False
+    load: LoadModel = field(init=False)
 
     def __post_init__(self) -> None:
+        self.load = LoadModel(self.options.slo_ttfa_ms)
         self.metrics = Metrics(self.engine.stats.snapshot, lambda: len(self.live),
-                               lambda: self.lag.summary()["max"], lambda: self.draining)
+                               lambda: self.lag.summary()["max"], lambda: self.draining,
+                               memory=self.memory)
 
     def record_turn(self, session: Session, turn: Turn) -> None:
         """A finished turn: keep it, observe its latencies, push it to the dashboards."""
@@ -104,6 +112,9 @@ class Sessions:
         while len(self.turns) > self.options.recent_turns:
             self.turns.popleft()
         self.metrics.observe_turn(timeline_ms)
+        if (ms := timeline_ms.get(TTFA_SERVER)) is not None:
+            self.load.turn(time.monotonic(), ms)
+        self._sample_load()
         self.hub.publish("turn", record)
         if self.hub.clients:  # the percentiles moved: show them now, not at the next tick
             self.hub.publish("stats", self.stats())
@@ -125,7 +136,21 @@ class Sessions:
         return {**latency_summary(self.turns, self.options.slo_ttfa_ms),
                 "engine": self.engine.stats.snapshot(), "loop_lag_ms": self.lag.summary(),
                 "sessions": len(self.live), "dashboards": len(self.hub.clients),
-                "dashboards_dropped": self.hub.dropped, "window": len(self.turns)}
+                "dashboards_dropped": self.hub.dropped, "window": len(self.turns),
+                "memory": self.memory()}
+
+    def memory(self) -> dict[str, Any]:
+        """The process's resident memory and, with a shared LLM, its KV per session."""
+        out: dict[str, Any] = {"rss_bytes": _process_usage().get("rss_bytes")}
+        llm_memory = getattr(self.engine, "llm_memory", None)
+        if llm_memory is None:
+            return out
+        llm = dict(llm_memory())
+        held: dict[str, int] = llm.pop("kv_bytes_held", {})
+        out["llm"] = llm
+        out["kv_bytes_per_session"] = {str(sid): held.get(str(_llm_key(session)), 0)
+                                       for sid, session in self.live.items()}
+        return out
 
     def forget(self, session: Session) -> None:
         if self.live.pop(session.id, None) is not None:
@@ -140,6 +165,17 @@ class Sessions:
         if len(self.live) >= self.options.max_sessions:
             raise Refused(503, f"server full: {self.options.max_sessions} sessions are active;"
                                " try again later", retry, kind="full")
+        self._sample_load()
+        if self.options.admit_by_load:
+            verdict = self.load.verdict(len(self.live))
+            if not verdict.admit:
+                raise Refused(503, f"server busy: {verdict.reason}; try again later", retry,
+                              kind="load")
+
+    def _sample_load(self) -> None:
+        cpu = getattr(self.engine, "cpu", None)
+        if cpu is not None:
+            self.load.busy_total(time.monotonic(), cpu.held_s)
 
     def count_refusal(self, refused: Refused) -> None:
         self.metrics.refused.labels(reason=refused.kind).inc()
@@ -263,6 +299,12 @@ async def health(request: web.Request) -> web.Response:
 def _describe(task: asyncio.Task[Any]) -> str:
     coro = task.get_coro()
     return getattr(coro, "__qualname__", None) or task.get_name()
+
+
+def _llm_key(session: Session) -> int | None:
+    """The session's sequence key in the shared LLM (None before its conversation opens)."""
+    models = getattr(session.conversation, "models", None)
+    return getattr(getattr(models, "responder", None), "key", None)
 
 
 def _process_usage() -> dict[str, int]:

@@ -105,7 +105,23 @@ function renderStats(stats) {
   $("sessions").textContent = String(stats.sessions);
   $("turn-count").textContent = String(e.turns);
   $("barge-ins").textContent = String(e.barge_ins);
+  renderMemory(stats.memory || {});
   renderTurns(); // the SLO line may have moved
+}
+
+function mib(bytes) {
+  return bytes == null ? "–" : `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
+function renderMemory(m) {
+  $("memory-rss").textContent = mib(m.rss_bytes);
+  const kv = m.kv_bytes_per_session || {};
+  const ids = Object.keys(kv);
+  $("memory-kv").textContent = m.llm == null ? "– (a context per session)"
+    : ids.length === 0 ? `none held (${mib(m.llm.kv_bytes_reserved)} reserved)`
+      : ids.map((id) => `#${id} ${mib(kv[id])}`).join(" · ");
+  const steps = m.llm && m.llm.tokens_per_step;
+  $("llm-batch").textContent = steps == null ? "–" : steps.toFixed(2);
 }
 
 function cacheText(c) {

@@ -1,0 +1,44 @@
+"""The server refuses a session by measured load (503, Retry-After, a JSON reason) before
+the admitted ones are pushed past the TTFA objective; --no-admission turns it off."""
+
+from __future__ import annotations
+
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from app.security.limits import Refused
+from app.server import ServerOptions, Sessions
+from pipeline.stats import EngineStats
+
+
+def busy_sessions(options: ServerOptions, live: int) -> Sessions:
+    cpu = SimpleNamespace(held_s=36.0)  # the CPU lock was held 36 s of the last 60
+    sessions = Sessions(SimpleNamespace(stats=EngineStats(), cpu=cpu), options)  # type: ignore[arg-type]
+    sessions.live = {i: SimpleNamespace() for i in range(live)}  # type: ignore[misc]
+    start = time.monotonic() - 60
+    sessions.load.busy_total(start, 0.0)
+    for i in range(10):
+        sessions.load.turn(start + 5 * i, 700.0)
+    return sessions
+
+
+def test_a_session_that_would_break_the_objective_is_refused_with_a_reason() -> None:
+    sessions = busy_sessions(ServerOptions(), live=2)
+    with pytest.raises(Refused) as refused:
+        sessions.admit()
+    assert refused.value.status == 503 and refused.value.kind == "load"
+    assert refused.value.headers["Retry-After"] == str(ServerOptions().retry_after_s)
+    body = json.loads(refused.value.response().body)  # type: ignore[arg-type]
+    assert "800 ms objective" in body["error"]
+
+
+def test_admission_by_load_can_be_turned_off_and_the_hard_cap_stays() -> None:
+    sessions = busy_sessions(ServerOptions(admit_by_load=False, max_sessions=3), live=2)
+    sessions.admit()  # the load is ignored
+    sessions.live[2] = object()  # type: ignore[assignment]
+    with pytest.raises(Refused) as refused:
+        sessions.admit()
+    assert refused.value.kind == "full"
