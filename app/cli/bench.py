@@ -46,9 +46,29 @@ def _bench_quality(args: argparse.Namespace) -> int:
 
     from app.bench.quality import bench_quality
 
+    if args.sessions is not None:
+        return _bench_quality_sessions(args)
     try:
         bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
                       compare=args.compare or (), only=args.only or ())
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def _bench_quality_sessions(args: argparse.Namespace) -> int:
+    """`apace bench --quality --sessions N`: the conversations N at a time, scored and timed."""
+    from pathlib import Path
+
+    from app.bench.quality_sessions import bench_quality_sessions
+    from app.bench.sessions import parse_sessions
+
+    if args.url:
+        raise UsageError("--quality --sessions starts its own servers: drop --url")
+    try:
+        bench_quality_sessions(counts=parse_sessions(args.sessions), out=Path(args.out),
+                               server_args=args.server_arg or (), compare=args.compare or (),
+                               only=args.only or ())
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -131,7 +151,8 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--sessions", metavar="SPEC",
                        help="N WebRTC clients talking at once to one server, staggered; SPEC:"
                        " a count or comma-separated counts 1-16, e.g. 1,2,3,4 (client TTFA"
-                       " and RSS per idle session per count: bench_sessions.json/.png)")
+                       " and RSS per idle session per count: bench_sessions.json/.png); with"
+                       " --quality: the scored conversations N at a time, each level a row")
     bench.add_argument("--held-out", action="store_true",
                        help="with --room: ask the ASR set's held-out lines (never tuned on)"
                        " instead of the question set")

@@ -155,3 +155,18 @@ def test_a_client_times_each_reply_from_its_speech_end_and_a_missing_one_is_lost
     assert turns[1].ttfa_ms is None  # nothing within LOST_S
     assert turns[2].ttfa_ms is not None and 100 <= turns[2].ttfa_ms < 800
     assert turns[1].sent_s - turns[0].sent_s >= 0.3 + 0.05  # waited for the reply to play out
+
+
+def test_quality_sessions_split_the_conversations_and_keep_the_list_on_one_client() -> None:
+    from app.bench.conversations import conversation_set
+    from app.bench.quality_sessions import SHARED_STATE, client_shares
+
+    conversations = conversation_set()
+    shares = client_shares(conversations, 3)
+    names = [c.name for share in shares for c in share]
+    assert sorted(names) == sorted(c.name for c in conversations if not c.restart_before)
+    assert all(c.name in [x.name for x in shares[0]]
+               for c in conversations if c.name.startswith(SHARED_STATE) and not c.restart_before)
+    turns = [sum(len(c.turns) for c in share) for share in shares]
+    assert max(turns) - min(turns) <= max(len(c.turns) for c in conversations)
+    assert client_shares(conversations, 1)[0]  # one client speaks them all
