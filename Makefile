@@ -15,7 +15,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APACE_ARGS ?=
 
-.PHONY: run serve test test-fast lint venv models bench soak clean-venv
+.PHONY: run serve test test-fast lint venv models bench bench-batching soak clean-venv
 
 ## make run — set up (first time: ~6 min, plus pulling the default LLM tier once: 491 MB) and
 ## start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
@@ -47,6 +47,11 @@ models: venv
 
 bench: venv
 	$(BIN)/apace bench $(APACE_ARGS)
+
+## make bench-batching — what batching buys the shared LLM on this box (tokens/s for 1, 2
+## and 4 replies at once; LLM=qwen2.5-coder-0.5b to choose the model).
+bench-batching: venv
+	$(BIN)/python -m app.bench.batching $(LLM)
 
 ## make soak — 10 minutes of calls, abandoned and malformed offers against a server (scripted
 ## models; SOAK_ARGS=--real for the real ones): RSS slope and fd delta, fails on a leak.

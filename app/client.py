@@ -172,6 +172,11 @@ class Client:
             await asyncio.sleep(0.01)
         return await mark
 
+    @property
+    def connection_failed(self) -> bool:
+        """The session is gone (the bench stops waiting for its replies)."""
+        return self.pc.connectionState in ("failed", "closed")
+
     async def close(self) -> None:
         if self._reader is not None:
             self._reader.cancel()

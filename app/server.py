@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,11 @@ class Sessions:
 
     draining: bool = False
     load: LoadModel = field(init=False)
+    others: list[Callable[[], int]] = field(default_factory=list)
+    """How many sessions each other way in on this server has open (Realtime): they count
+    against --max-sessions and the load with the WebRTC ones."""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What ends the other ways' sessions when the server drains."""
 
     def __post_init__(self) -> None:
         self.load = LoadModel(self.options.slo_ttfa_ms)
@@ -162,15 +167,20 @@ class Sessions:
         if self.draining:
             raise Refused(503, "the server is shutting down; try again shortly", retry,
                           kind="draining")
-        if len(self.live) >= self.options.max_sessions:
+        open_now = self.open_sessions()
+        if open_now >= self.options.max_sessions:
             raise Refused(503, f"server full: {self.options.max_sessions} sessions are active;"
                                " try again later", retry, kind="full")
         self._sample_load()
         if self.options.admit_by_load:
-            verdict = self.load.verdict(len(self.live))
+            verdict = self.load.verdict(open_now)
             if not verdict.admit:
                 raise Refused(503, f"server busy: {verdict.reason}; try again later", retry,
                               kind="load")
+
+    def open_sessions(self) -> int:
+        """Sessions open on every way in (WebRTC and the others)."""
+        return len(self.live) + sum(count() for count in self.others)
 
     def _sample_load(self) -> None:
         cpu = getattr(self.engine, "cpu", None)
@@ -196,6 +206,7 @@ class Sessions:
             idle = [s for s in self.live.values() if not s.busy]
             await asyncio.gather(*(s.close("server shutdown") for s in idle))
             await asyncio.sleep(0.05)
+        await asyncio.gather(*(close() for close in self.closers))
         await self.close_all()
 
     async def close_all(self) -> None:

@@ -19,6 +19,10 @@ from pipeline.quality import RULE_KEYS, Rule, RuleError, parse_rule
 
 CONVERSATIONS = Path(__file__).with_name("conversations.toml")
 HELD_OUT = Path(__file__).with_name("conversations_heldout.toml")
+EVENTS = ("timers", "timer_fired", "barge_in", "error")
+"""The events a turn may expect or forbid: what a conversation sends besides its turns
+("timers": the running timers changed — one was set, cancelled or rang). A name nothing
+sends would make the rule one that cannot fail ("timer_set" was, until found)."""
 TURN_KEYS = frozenset({"say", "interrupt_after_s", "wait_s", "expect_event", "no_event"})
 CONVERSATION_KEYS = frozenset({"name", "held_out", "restart_before", "turn"})
 
@@ -107,8 +111,9 @@ def _turn(table: dict[str, Any], where: str, subs: Mapping[str, str]) -> TurnSpe
         seconds[key] = None if value is None else float(value)
     events = {k: table.get(k) for k in ("expect_event", "no_event")}
     for key, value in events.items():
-        if value is not None and not (isinstance(value, str) and value):
-            raise RuleError(f"{where}: {key} must be an event name")
+        if value is not None and value not in EVENTS:
+            raise RuleError(f"{where}: {key} must be one of the events the server sends "
+                            f"({', '.join(EVENTS)}), not {value!r}")
     rule = parse_rule({k: v for k, v in table.items() if k in RULE_KEYS}, where, subs)
     return TurnSpec(say=say.strip(), rule=rule, interrupt_after_s=seconds["interrupt_after_s"],
                     wait_s=seconds["wait_s"] or 0.0, expect_event=events["expect_event"],

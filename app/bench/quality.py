@@ -30,7 +30,7 @@ from app.process import ServerProcess
 from pipeline.quality import failed, score_turn
 from pipeline.timeline import now
 
-NOTED_EVENTS = ("timer_set", "timer_fired", "barge_in", "error")
+NOTED_EVENTS = ("timers", "timer_fired", "barge_in", "error")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +41,9 @@ class RunOptions:
     """Reply audio silent this long has played out: the user speaks next."""
     settle_s: float = 1.0
     """Wait after a conversation's last reply for late events (a timer, a cut-off's turn)."""
+    transport: str = "webrtc"
+    """How the client talks to the server: "webrtc" (app.client) or "realtime" (the
+    OpenAI-Realtime websocket, app.transports.realtime.client)."""
 
 
 class Server(Protocol):
@@ -124,7 +127,7 @@ async def run_conversation(url: str, conversation: ConversationSpec,
                            ) -> tuple[list[TurnOutcome], str | None]:
     """Speak one conversation on its own WebRTC session; score what came back. A failure
     mid-way scores the turns not reached as wrong and names it."""
-    client, problem = Client(url), None
+    client, problem = _client(url, options.transport), None
     marks: list[_Mark] = []
     try:
         await client.connect()
@@ -139,7 +142,17 @@ async def run_conversation(url: str, conversation: ConversationSpec,
     return _outcomes(conversation, marks, client, problem or ""), problem
 
 
-async def _speak(client: Client, turn: TurnSpec, utterance: Utterance,
+def _client(url: str, transport: str) -> Any:
+    if transport == "realtime":
+        from app.transports.realtime.client import RealtimeClient
+
+        return RealtimeClient(url)
+    if transport != "webrtc":
+        raise ValueError(f"--transport {transport!r}: choose webrtc or realtime")
+    return Client(url)
+
+
+async def _speak(client: Any, turn: TurnSpec, utterance: Utterance,
                  options: RunOptions) -> _Mark:
     if turn.wait_s:
         await asyncio.sleep(turn.wait_s)
@@ -163,11 +176,11 @@ async def _speak(client: Client, turn: TurnSpec, utterance: Utterance,
     return mark
 
 
-async def _tick(client: Client, seconds: float) -> None:
+async def _tick(client: Any, seconds: float) -> None:
     """Sleep while waiting for a reply; a dropped session ends the conversation now rather
     than after every remaining turn's timeout."""
-    if client.pc.connectionState in ("failed", "closed"):
-        raise ConnectionError(f"the WebRTC session is {client.pc.connectionState}")
+    if client.connection_failed:
+        raise ConnectionError("the session was closed")
     await asyncio.sleep(seconds)
 
 
@@ -177,7 +190,7 @@ def _t(event: dict[str, Any]) -> float:
     return float(t) if t is not None else float(event["received"])
 
 
-def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Client,
+def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Any,
               problem: str) -> list[TurnOutcome]:
     starts = [m.start for m in marks] + [math.inf]
     end = now()
@@ -200,7 +213,7 @@ def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Client
 
 
 def _fill(outcome: TurnOutcome, spec: TurnSpec, mark: _Mark, next_start: float,
-          client: Client, earlier: list[str]) -> None:
+          client: Any, earlier: list[str]) -> None:
     """The turn events whose speech ended in this turn's window make its reply (the last
     one: a question the server split in two is answered once, by its last part)."""
     mine = [e for e in client.events if e["type"] == "turn" and mark.start <= _t(e) < next_start]

@@ -41,7 +41,7 @@ class TurnOutcome:
     ttfa_client_ms: float | None = None
     ttfa_server_ms: float | None = None
     events: list[str] = field(default_factory=list)
-    """Data-channel events seen during the turn besides "turn" (timer_set, barge_in, ...)."""
+    """Data-channel events seen during the turn besides "turn" (timers, timer_fired, barge_in, ...)."""
 
 
 @dataclass

@@ -44,13 +44,17 @@ def command(args: argparse.Namespace) -> int:
 def _bench_quality(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from app.bench.quality import bench_quality
+    from app.bench.quality import RunOptions, bench_quality
 
     if args.sessions is not None:
         return _bench_quality_sessions(args)
+    transports = list(dict.fromkeys(args.transport or ["webrtc"]))
+    if len(transports) > 1:
+        raise UsageError("--quality runs over one --transport (webrtc or realtime)")
     try:
         bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
-                      compare=args.compare or (), only=args.only or ())
+                      compare=args.compare or (), only=args.only or (),
+                      options=RunOptions(transport=transports[0]))
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0

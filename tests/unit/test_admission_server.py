@@ -42,3 +42,26 @@ def test_admission_by_load_can_be_turned_off_and_the_hard_cap_stays() -> None:
     with pytest.raises(Refused) as refused:
         sessions.admit()
     assert refused.value.kind == "full"
+
+
+def test_other_ways_in_count_against_the_cap_and_are_closed_when_draining() -> None:
+    import asyncio
+
+    sessions = busy_sessions(ServerOptions(admit_by_load=False, max_sessions=3), live=1)
+    realtime = [object(), object()]
+    closed: list[bool] = []
+
+    async def close_realtime() -> None:
+        closed.append(True)
+        realtime.clear()
+
+    sessions.others.append(lambda: len(realtime))
+    sessions.closers.append(close_realtime)
+    sessions.live = {}
+    with pytest.raises(Refused) as refused:  # 1 WebRTC + 2 Realtime = 3 of 3
+        sessions.live[0] = SimpleNamespace()  # type: ignore[assignment]
+        sessions.admit()
+    assert refused.value.kind == "full"
+    sessions.live = {}
+    asyncio.run(sessions.drain())
+    assert closed == [True] and sessions.open_sessions() == 0

@@ -271,3 +271,12 @@ def test_a_joke_about_having_no_internet_is_not_a_refusal() -> None:
     assert not is_refusal("Why was the computer sad? Because it had no Internet.")
     assert is_refusal("I have no internet access, so I can't check that.")
     assert is_refusal("I work offline, with no internet.")
+
+
+def test_an_event_the_server_never_sends_is_refused_in_a_rule() -> None:
+    """`no_event = "timer_set"` named nothing the server sends: the check could never fail."""
+    text = '[[conversation]]\nname = "t"\n[[conversation.turn]]\nsay = "Hi."\nno_event = "timer_set"\n'
+    with pytest.raises(RuleError, match="no_event must be one of the events the server sends"):
+        parse_conversations(text, "x.toml")
+    turns = parse_conversations(text.replace("timer_set", "timers"), "x.toml")[0].turns
+    assert turns[0].no_event == "timers"

@@ -3,10 +3,10 @@ app.client.Client (WebRTC), over /v1/realtime.
 
 Like a microphone it sends audio continuously at real-time pace (silence between
 questions: apace's endpointer needs it), records each reply audio delta's arrival time
-and level on its own clock, and keeps apace's `turn` records (the `apace.turn` extension
-event, asked for with `?apace_events=1`). The questions are converted to 24 kHz whole,
-before sending: a Realtime client's microphone runs at 24 kHz, so no resampler delay
-may be counted in its TTFA.
+and level on its own clock, and keeps apace's `turn` records and its timer and barge-in
+events (the `apace.*` extension events, asked for with `?apace_events=1`). The questions
+are converted to 24 kHz whole, before sending: a Realtime client's microphone runs at
+24 kHz, so no resampler delay may be counted in its TTFA.
 """
 
 from __future__ import annotations
@@ -73,6 +73,18 @@ class RealtimeClient:
         self._tasks.append(asyncio.create_task(self._mic(), name="rt-client-mic"))
         return self
 
+    async def connect(self) -> None:
+        """The same as `async with`: open the session, wait for session.created."""
+        await self.__aenter__()
+
+    async def close(self) -> None:
+        await self.__aexit__()
+
+    @property
+    def connection_failed(self) -> bool:
+        """The websocket has closed (the bench stops waiting for its replies)."""
+        return self._ws is not None and self._ws.close_code is not None
+
     async def __aexit__(self, *_exc: object) -> None:
         for task in self._tasks:
             task.cancel()
@@ -105,8 +117,8 @@ class RealtimeClient:
                 for start in range(0, len(pcm), CHUNK):
                     self.received.levels.append((at, rms_dbfs(pcm[start : start + CHUNK])))
                 continue
-            if kind == "apace.turn":
-                event = {**event, "type": "turn"}
+            if isinstance(kind, str) and kind.startswith("apace."):  # apace's own events
+                event = {**event, "type": kind.removeprefix("apace.")}
             self.events.append({"received": now(), **event})
             self.new_event.set()
 

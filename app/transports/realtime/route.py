@@ -4,8 +4,9 @@ Access is the server's own (app.security.access): the middleware checks Host, Or
 and the credential before the upgrade — an `openai` client passes the pairing token as
 its API key (`Authorization: Bearer TOKEN`); on loopback no key is needed. A full or
 draining server refuses with 503 like /offer, and every Realtime session counts against
-`--max-sessions` with the WebRTC ones. At shutdown each client gets an `error` event
-saying so, then a close frame 1001 (going away).
+`--max-sessions` and the measured load with the WebRTC ones. When the server drains
+(SIGTERM) or shuts down each client gets an `error` event saying so, then a close frame
+1001 (going away).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def add_realtime(app: web.Application, options: RealtimeOptions | None = None) -
     """Serve /v1/realtime on `app` (made by app.server.make_app: it needs its Sessions)."""
     live = LiveRealtime(options or RealtimeOptions())
     app[REALTIME] = live
+    sessions = app[SESSIONS]
+    sessions.others.append(lambda: len(live))
+    sessions.closers.append(live.close_all)
     app.router.add_get(PATH, realtime)
     app.on_shutdown.append(live.close_all)
 
@@ -73,11 +77,7 @@ def add_realtime(app: web.Application, options: RealtimeOptions | None = None) -
 async def realtime(request: web.Request) -> web.StreamResponse:
     sessions = request.app[SESSIONS]
     live = request.app[REALTIME]
-    sessions.admit()
-    if len(sessions.live) + len(live) >= sessions.options.max_sessions:
-        raise Refused(503, f"server full: {sessions.options.max_sessions} sessions are active;"
-                           " try again later",
-                      {"Retry-After": str(sessions.options.retry_after_s)}, kind="full")
+    sessions.admit()  # full (WebRTC and Realtime together), draining, or too loaded
     ws = web.WebSocketResponse(max_msg_size=live.options.max_message_bytes, heartbeat=20.0,
                                protocols=("realtime",))
     if not ws.can_prepare(request).ok:

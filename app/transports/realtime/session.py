@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 IDLE_POLL_S = 0.005
+APACE_EVENTS = ("timers", "timer_fired", "barge_in")
+"""Conversation events a client that asked for `?apace_events=1` also gets, as `apace.*`
+(the running timers, a timer that rang, a barge-in), besides `apace.turn`."""
 """How often an idle speaker is looked at: a reply's first frame waits at most this."""
 
 
@@ -311,6 +314,8 @@ class RealtimeSession:
             self.post(error_event(ClientError(str(data.get("message")), "server_error",
                                               kind="server_error")))
             self.close_response(failed=str(data.get("message")))
+        if kind in APACE_EVENTS and self.options.apace_events:
+            self.post({"type": f"apace.{kind}", "event_id": event_id(), **data})
 
     def _transcript(self, text: str, *, final: bool) -> None:
         item = self.response.user_item if self.response and self.response.user_item \
