@@ -7,13 +7,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
+from models.drafts import ModelDraft, PromptLookup, same_vocabulary
 from models.locate import Located, ModelError, locate
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions, WhisperTranscriber
-from pipeline.drafts import Drafter, ModelDraft, PromptLookup, same_vocabulary
+from pipeline.drafts import Drafter
 from pipeline.llm import LlamaResponder, LlmOptions
 from pipeline.piper_stream import StreamingVoice, WholeGraph, release_garbage
 from pipeline.stats import DraftStats
@@ -101,7 +102,7 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
             n_threads=options.threads,
             n_threads_batch=options.threads,
             n_gpu_layers=options.gpu_layers,
-            draft_model=drafter,
+            draft_model=cast(Any, drafter),  # duck-typed: llama-cpp-python only calls it
             # llama-cpp-python 0.3.36 sizes its logits buffer by this argument, not by the
             # draft model's need: without it, verifying a draft past position n_batch (512)
             # fails ("could not broadcast … into shape (0,)"). Rows are written only for

@@ -2,4 +2,4 @@
 
 from pipeline import openmp
 
-openmp.tune()  # before pipeline.drafts imports llama_cpp (and with it libgomp)
+openmp.tune()  # before any model library loads libgomp (models/ imports them lazily)

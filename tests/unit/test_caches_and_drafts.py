@@ -142,7 +142,7 @@ class _Vocab:
 
 
 def test_a_draft_model_must_mean_the_same_by_every_token() -> None:
-    from pipeline.drafts import same_vocabulary
+    from models.drafts import same_vocabulary
 
     target = _Vocab(49152, 2)
     assert same_vocabulary(target, _Vocab(49152, 2))  # type: ignore[arg-type]

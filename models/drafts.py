@@ -1,0 +1,71 @@
+"""Draft sources that need llama-cpp-python (pipeline/drafts.py has the mechanism).
+
+- `PromptLookup`: continue an n-gram already in the prompt (llama-cpp-python's own).
+- `ModelDraft`: a smaller model with the same vocabulary guesses the next tokens greedily
+  (`--draft-model`; off by default: the embedded LLM is already the smallest one shipped).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.drafts import Tokens
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+
+class PromptLookup:
+    name = "prompt_lookup"
+
+    def __init__(self, max_ngram_size: int = 2, num_pred_tokens: int = 8) -> None:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        self._lookup = LlamaPromptLookupDecoding(max_ngram_size, num_pred_tokens)
+
+    def propose(self, generated: Tokens, context: Tokens) -> Tokens:
+        return np.asarray(self._lookup(context), np.intc)
+
+
+class ModelDraft:
+    """Greedy guesses from a draft model's own llama context, which keeps the longest
+    common prefix with the target's tokens in its KV, as the target's context does."""
+
+    name = "draft_model"
+
+    def __init__(self, llama: Llama, num_pred_tokens: int = 6) -> None:
+        self.llama = llama
+        self.num_pred_tokens = num_pred_tokens
+        self._eos = llama.token_eos()
+
+    def propose(self, generated: Tokens, context: Tokens) -> Tokens:
+        llama = self.llama
+        held = llama._input_ids
+        same = np.flatnonzero(held[: len(context)] != context[: len(held)])
+        keep = min(int(same[0]) if same.size else min(len(held), len(context)), len(context) - 1)
+        llama.n_tokens = keep  # eval drops the KV past n_tokens
+        llama.eval(context[keep:].tolist())
+        guesses: list[int] = []
+        for _ in range(self.num_pred_tokens):
+            token = int(np.argmax(_last_logits(llama)))
+            if token == self._eos:
+                break
+            guesses.append(token)
+            llama.eval([token])
+        return np.asarray(guesses, np.intc)
+
+
+def same_vocabulary(target: Llama, draft: Llama) -> bool:
+    """Drafts are token ids: the two models must mean the same thing by each."""
+    probe = "Hello, what's 12 x 7? <|im_end|> Ünïcödé".encode()
+    return bool(target.n_vocab() == draft.n_vocab() and target.token_eos() == draft.token_eos()
+                and target.tokenize(probe, special=True) == draft.tokenize(probe, special=True))
+
+
+def _last_logits(llama: Llama) -> npt.NDArray[np.float32]:
+    from llama_cpp import llama_get_logits_ith
+
+    return np.ctypeslib.as_array(llama_get_logits_ith(llama.ctx, -1), shape=(llama.n_vocab(),))

@@ -1,0 +1,26 @@
+"""pipeline/ is orchestration and pure cores: importing it (or the CLI, for `apace --help`)
+loads no model library; those load in models/, when a model is."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+MODEL_LIBRARIES = ("llama_cpp", "faster_whisper", "ctranslate2", "onnxruntime", "piper")
+
+
+def loaded_after(modules: str) -> list[str]:
+    code = (f"import sys\nimport {modules}\n"
+            f"print(' '.join(m for m in {MODEL_LIBRARIES!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    return done.stdout.split()
+
+
+def test_the_pipeline_loads_no_model_library() -> None:
+    assert loaded_after("pipeline.conversation, pipeline.engine, pipeline.llm, "
+                        "pipeline.drafts, pipeline.batching, pipeline.room") == []
+
+
+def test_the_cli_loads_no_model_library_until_a_command_needs_one() -> None:
+    assert loaded_after("app.cli") == []
