@@ -289,7 +289,9 @@ def bench_quality(*, url: str | None, out: Path, server_args: Sequence[str] = ()
                 RunningServer(url), name, flags, conversations, utterances, options)))
             break
         with tempfile.TemporaryDirectory(prefix="apace-quality-") as data:
-            server = ManagedServer([*server_args, *flags], Path(data))
+            # Admission off: a conversation must not be refused because the one before
+            # it is still closing (the bench measures answers, not admission).
+            server = ManagedServer(["--no-admission", *server_args, *flags], Path(data))
             try:
                 result = asyncio.run(run_config(server, name, flags, conversations, utterances,
                                                 options))

@@ -87,3 +87,14 @@ def test_bench_runs_each_transport_on_all_on_against_one_server(
         ("all-on", "webrtc"), ("all-on@realtime", "realtime"), ("all-off", "webrtc"),
         ("no-speculation", "webrtc")]
     assert len(servers) == 3  # all-on's two transports shared one server
+
+
+def test_a_client_that_never_connected_closes_quietly() -> None:
+    """The quality bench closes every client in a `finally`, connected or not."""
+    import asyncio
+
+    from app.transports.realtime.client import RealtimeClient
+
+    client = RealtimeClient("http://127.0.0.1:9")
+    asyncio.run(client.close())
+    assert not client.connection_failed

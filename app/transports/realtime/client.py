@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import WebSocketException
 
 from app.client import Received
 from app.transports.realtime.protocol import RATE
@@ -74,8 +75,12 @@ class RealtimeClient:
         return self
 
     async def connect(self) -> None:
-        """The same as `async with`: open the session, wait for session.created."""
-        await self.__aenter__()
+        """The same as `async with`: open the session, wait for session.created. A refused
+        upgrade (503 when full, 401 without the credential) is a ConnectionError."""
+        try:
+            await self.__aenter__()
+        except WebSocketException as error:
+            raise ConnectionError(f"the realtime session was refused: {error}") from None
 
     async def close(self) -> None:
         await self.__aexit__()
@@ -88,7 +93,9 @@ class RealtimeClient:
     async def __aexit__(self, *_exc: object) -> None:
         for task in self._tasks:
             task.cancel()
-        await asyncio.wait(self._tasks)
+        if self._tasks:  # none when the connection failed before the session began
+            await asyncio.wait(self._tasks)
+        self._tasks = []
         if self._ws is not None:
             await self._ws.close()
 
