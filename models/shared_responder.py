@@ -7,6 +7,7 @@ it inherits), submitted as jobs to the shared engine and read back token by toke
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator, Sequence
 
 from models.shared_llm import END, SharedLlama
@@ -43,15 +44,14 @@ class SeqResponder(LlamaResponder):
             margins=[] if self.traces is not None else None))
         if self.traces is not None and job.margins is not None:
             self.traces.append((job.generated, job.margins))
-        pending = b""
+        # A token may end mid-character: the decoder keeps the rest for the next one.
+        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
             while (item := job.out.get()) is not END:
                 self.shared.wake()
                 self.tokens_generated += 1
-                pending += self.llama.detokenize([int(item)])  # type: ignore[call-overload]
-                text = _complete_utf8(pending)
+                text = utf8.decode(self.llama.detokenize([int(item)]))  # type: ignore[call-overload]
                 if text:
-                    pending = pending[len(text.encode()):]
                     yield text
             if job.error is not None:
                 raise job.error
@@ -76,12 +76,3 @@ class SeqResponder(LlamaResponder):
     def close(self) -> None:
         self.shared.forget(self.key)
 
-
-def _complete_utf8(data: bytes) -> str:
-    """The longest prefix of `data` that is whole UTF-8 (a token may end mid-character)."""
-    for cut in range(len(data), max(-1, len(data) - 4), -1):
-        try:
-            return data[:cut].decode()
-        except UnicodeDecodeError:
-            continue
-    return data.decode(errors="replace")
