@@ -58,11 +58,41 @@ class Models:
 
 
 @dataclass
-class _Spoken:
+class Spoken:
     clause: Clause
     samples: int = 0
     played: int = 0
     done: bool = False
+
+
+WORD_S = 0.35
+"""Seconds a spoken word takes when no clause of this reply has been made whole yet
+(Piper's voices at their normal pace: ~170 words a minute)."""
+
+
+def heard_words(spoken: Sequence[Spoken]) -> list[str]:
+    """The words played so far: whole clauses, then the played share of the next.
+
+    A clause still being made is a prefix of its words: its played share is estimated
+    at the pace of this reply's finished clauses, never more than all the audio made.
+    """
+    words: list[str] = []
+    finished = [s for s in spoken if s.done and s.samples]
+    word_samples = (sum(s.samples for s in finished) / sum(len(s.clause.text.split()) or 1
+                                                           for s in finished)
+                    if finished else WORD_S * SAMPLE_RATE)
+    for s in spoken:
+        clause_words = s.clause.text.split()
+        if s.done and s.played >= s.samples:
+            words += clause_words
+            continue
+        if s.samples:
+            share = len(clause_words) * s.played / s.samples  # as if the whole clause
+            if not s.done:
+                share = min(share, s.played / word_samples)
+            words += clause_words[: int(share)]
+        break
+    return words
 
 
 @dataclass
@@ -98,7 +128,7 @@ class Reply:
     started: float = field(default_factory=now)
     committed: asyncio.Event = field(default_factory=asyncio.Event)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
-    _spoken: list[_Spoken] = field(default_factory=list)
+    _spoken: list[Spoken] = field(default_factory=list)
     _generated_all: bool = False
     _sentence_sent: bool = False
     _held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -150,16 +180,7 @@ class Reply:
     @property
     def played_text(self) -> str:
         """What the user actually heard: whole clauses, then the heard share of the next."""
-        words: list[str] = []
-        for spoken in self._spoken:
-            clause_words = spoken.clause.text.split()
-            if spoken.done and spoken.played >= spoken.samples:
-                words += clause_words
-                continue
-            if spoken.samples:
-                words += clause_words[: int(len(clause_words) * spoken.played / spoken.samples)]
-            break
-        return " ".join(words)
+        return " ".join(heard_words(self._spoken))
 
     @property
     def audio_s(self) -> float:
@@ -338,7 +359,7 @@ class Reply:
     async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
         while (clause := await clauses.get()) is not None:
             await self._verdict_in.wait()
-            spoken = _Spoken(clause)
+            spoken = Spoken(clause)
             self._spoken.append(spoken)
             stream = self.models.tts_worker.stream(
                 self.models.synthesizer.synthesize, clause.text, priority=self.priority
@@ -357,7 +378,7 @@ class Reply:
         self._generated_all = True
         self._check_finished()
 
-    def _on_played(self, spoken: _Spoken) -> Callable[[int], None]:
+    def _on_played(self, spoken: Spoken) -> Callable[[int], None]:
         def played(samples: int) -> None:
             self.timeline.stamp(TTFA_SERVER)
             self._stamp_ttua()

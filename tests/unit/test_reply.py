@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from pipeline.events import FRAME_SAMPLES, Pcm
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Clause, Pcm
 from pipeline.llm import Message
-from pipeline.reply import Reply
+from pipeline.reply import WORD_S, Reply, Spoken, heard_words
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, TTFA_SERVER, Timeline, now
 from tests.fakes import (
@@ -217,3 +217,27 @@ async def test_the_llm_waits_while_the_first_clause_is_synthesized(workers: Work
     assert responder.produced <= 6  # clause 1 and the pieces already in flight
     await play_out(speaker, task)
     assert responder.produced == len(responder.pieces)
+
+
+def _spoken(text: str, seconds: float, played_s: float, done: bool) -> Spoken:
+    return Spoken(Clause(text, 0, True), int(seconds * SAMPLE_RATE),
+                  int(played_s * SAMPLE_RATE), done)
+
+
+def test_a_clause_still_being_made_is_heard_at_the_pace_of_the_finished_ones() -> None:
+    first = _spoken("One two three four.", 1.6, 1.6, True)  # 0.4 s a word
+    # 8 words, 1.2 s of the start made, 0.8 s played: as if the whole clause it would be 5
+    # words; at this reply's pace it is 2.
+    making = _spoken("Five six seven eight nine ten eleven twelve.", 1.2, 0.8, False)
+    assert heard_words([first, making]) == "One two three four. Five six".split()
+    # Made whole, the same clause is heard in proportion.
+    made = _spoken("Five six seven eight nine ten eleven twelve.", 3.2, 0.8, True)
+    assert heard_words([first, made]) == "One two three four. Five six".split()
+
+
+def test_with_no_finished_clause_the_pace_is_a_normal_voices() -> None:
+    played = 3 * WORD_S + 0.01
+    # 10 words, 2 s of them made: as if whole, 5 words played; at a normal pace, 3.
+    assert heard_words([_spoken("a b c d e f g h i j", 2.0, played, False)]) == ["a", "b", "c"]
+    # A slow voice: 4 s made is already more than the pace says, so the share decides.
+    assert heard_words([_spoken("a b c d e f g h i j", 4.0, played, False)]) == ["a", "b"]
