@@ -91,3 +91,19 @@ def test_frames_taken_faster_than_real_time_are_not_an_echo_reference() -> None:
         guard.played(frame, 1.0 + k * 0.0001)
     frame = speechlike(1, 7)[0]
     assert guard.hear(band_energies(frame), 1.1).echo == 0.0
+
+
+def test_where_nothing_comes_back_a_talk_over_early_in_the_first_reply_is_the_user() -> None:
+    """Headphones, or a client that cancels its echo: 0.2 s of hearing nothing while
+    playing is enough; the user talking over the first reply 1.3 s in is not our echo."""
+    guard = EchoGuard()
+    far = speechlike(150, 8)
+    user_frames = speechlike(50, 9, level=0.1)  # as loud as what is played
+    user = {k: user_frames[k - 65].astype(np.float64) for k in range(65, 115)}
+    heard = run(guard, far, delay=0, gain_db=-200, user=user)
+    talking = [heard[k] for k in range(65, 115) if user_frames[k - 65].std() > 1000]
+    assert np.mean([not e.explained for e in talking]) > 0.8
+    # With a real echo the cautious start stays (the test above, from the first frame).
+    echoed = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
+    assert np.mean([not echoed[k].explained for k in range(65, 115)
+                    if user_frames[k - 65].std() > 1000]) < 0.5
