@@ -15,7 +15,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APACE_ARGS ?=
 
-.PHONY: run serve test test-fast lint venv models bench bench-batching soak clean-venv
+.PHONY: run serve test test-fast lint venv models bench bench-batching bench-cluster soak clean-venv
 
 ## make run — set up (first time: ~6 min, plus pulling the default LLM tier once: 491 MB) and
 ## start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
@@ -52,6 +52,11 @@ bench: venv
 ## and 4 replies at once; LLM=qwen2.5-coder-0.5b to choose the model).
 bench-batching: venv
 	$(BIN)/python -m app.bench.batching $(LLM)
+
+## make bench-cluster — what a cluster's ingress adds to connection set-up (a one-machine
+## Ray cluster against a single box; docs/cluster.md).
+bench-cluster: venv
+	$(BIN)/python -m app.bench.cluster
 
 ## make soak — 10 minutes of calls, abandoned and malformed offers against a server (scripted
 ## models; SOAK_ARGS=--real for the real ones): RSS slope and fd delta, fails on a leak.

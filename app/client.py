@@ -113,6 +113,9 @@ class Client:
         self.events: list[dict[str, Any]] = []
         self.new_event = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
+        self.answer: dict[str, Any] = {}
+        """The server's answer to the offer, less the SDP (its session id; on a
+        cluster, the node that holds the conversation)."""
 
     async def __aenter__(self) -> Client:
         await self.connect()
@@ -132,6 +135,7 @@ class Client:
             body = await response.json()
             if response.status != 200:
                 raise ConnectionError(f"offer refused ({response.status}): {body.get('error')}")
+        self.answer = {key: value for key, value in body.items() if key != "sdp"}
         await self.pc.setRemoteDescription(RTCSessionDescription(body["sdp"], body["type"]))
         await self.wait_for("ready", timeout=timeout)
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, web
@@ -114,18 +115,25 @@ async def feed(request: web.Request) -> web.WebSocketResponse:
     TTFA arrives later) and {"type": "stats", ...} every second. Messages sent to it are
     ignored."""
     sessions: Sessions = request.app[SESSIONS]
+    return await serve_feed(request, sessions.hub, sessions.stats)
+
+
+async def serve_feed(request: web.Request, hub: Hub,
+                     stats: Callable[[], dict[str, Any]]) -> web.WebSocketResponse:
+    """A dashboard client on `hub`, first sent `stats()` as it is once the client has
+    joined (a cluster's ingress serves its merged feed through this too)."""
     ws = web.WebSocketResponse(heartbeat=15.0, timeout=CLOSE_TIMEOUT_S,
                                max_msg_size=MAX_CLIENT_MESSAGE)
     await ws.prepare(request)
-    outbox = sessions.hub.join()
-    outbox.put(json.dumps({"type": "stats", **sessions.stats()}))
+    outbox = hub.join()
+    outbox.put(json.dumps({"type": "stats", **stats()}))
     outbox.sender = asyncio.create_task(_send(ws, outbox), name="dashboard-send")
     reader = asyncio.create_task(_read(ws), name="dashboard-read")
     tasks = {outbox.sender, reader}
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        sessions.hub.leave(outbox)
+        hub.leave(outbox)
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)

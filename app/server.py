@@ -219,7 +219,12 @@ async def _read_offer(request: web.Request) -> tuple[RTCSessionDescription, Stre
     if request.content_type != "application/json":
         raise Refused(415, f"send the offer as application/json, not "
                            f"{request.content_type[:64]!r}")
-    data = parse_json(await read_body(request, limit=MAX_OFFER_BYTES), max_bytes=MAX_OFFER_BYTES)
+    return parse_offer(parse_json(await read_body(request, limit=MAX_OFFER_BYTES),
+                                  max_bytes=MAX_OFFER_BYTES))
+
+
+def parse_offer(data: object) -> tuple[RTCSessionDescription, Stream]:
+    """An offer already read as JSON (here, or forwarded by a cluster's ingress)."""
     if not isinstance(data, dict) or not isinstance(data.get("sdp"), str):
         raise Refused(400, "expected JSON {\"sdp\": string, \"type\": \"offer\"}")
     if data.get("type") != "offer":
@@ -249,7 +254,14 @@ async def offer(request: web.Request) -> web.Response:
     sessions: Sessions = request.app[SESSIONS]
     sessions.admit()  # before reading: a full server spends nothing on the body
     description, stream = await _read_offer(request)
-    sessions.admit()  # again: others may have been admitted while the body arrived
+    return web.json_response(await answer_offer(sessions, description, stream))
+
+
+async def answer_offer(sessions: Sessions, description: RTCSessionDescription,
+                       stream: Stream) -> dict[str, Any]:
+    """Open a session for the offer and return the answer ({sdp, type, session}), or
+    raise `Refused`."""
+    sessions.admit()  # (again: others may have been admitted while the body arrived)
     options = sessions.options
     servers = [RTCIceServer(urls=url) for url in options.stun]
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
@@ -269,7 +281,7 @@ async def offer(request: web.Request) -> web.Response:
         await session.close("offer refused")
         raise Refused(400, f"cannot use this SDP offer: {str(error)[:200]}") from None
     local = pc.localDescription
-    return web.json_response({"sdp": local.sdp, "type": local.type, "session": session.id})
+    return {"sdp": local.sdp, "type": local.type, "session": session.id}
 
 
 async def index(_request: web.Request) -> web.FileResponse:

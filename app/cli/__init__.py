@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.cli.bench import bench_flags
+from app.cli.cluster import cluster_parser
 from app.cli.errors import UsageError
 from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
@@ -141,9 +142,30 @@ def _cmd_talk(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from app.serve import LOOPBACK_HOSTS, secure, serve
 
-    from app.serve import LOOPBACK_HOSTS, Exposure, secure, serve
+    options = server_options(args)
+    try:
+        tls, access, pairing = secure(exposure(args), config_path().parent)
+        if args.wyoming is not None:  # the Wyoming server beside it, sharing the engine
+            from app.transports.flags import wyoming_options
+            from app.transports.wyoming.run import serve_with_wyoming
+
+            asyncio.run(serve_with_wyoming(
+                settings_from(args), options, wyoming_options(args, standalone=False),
+                host=args.host, port=args.port, loopback=args.loopback or args.host in
+                LOOPBACK_HOSTS, tls=tls, access=access, pairing=pairing, zeroconf=args.zeroconf))
+            return 0
+        asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
+                          loopback=args.loopback or args.host in LOOPBACK_HOSTS, tls=tls,
+                          access=access, pairing=pairing))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
+def server_options(args: argparse.Namespace) -> Any:
+    """The serve flags' ServerOptions (UsageError naming the flag when one is wrong)."""
     from app.server import ServerOptions
 
     if not 0 < args.port < 65536:
@@ -160,35 +182,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             or args.drain_timeout < 0:
         raise UsageError("--idle-timeout, --connect-timeout and --max-session-age must be "
                          "positive, --drain-timeout not negative")
-    exposure = Exposure(
+    return ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
+                         stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
+                         jitter_hold=args.jitter_hold, connect_timeout_s=args.connect_timeout,
+                         max_session_s=args.max_session_age, drain_timeout_s=args.drain_timeout,
+                         admit_by_load=not args.no_admission)
+
+
+def exposure(args: argparse.Namespace) -> Any:
+    from pathlib import Path
+
+    from app.serve import Exposure
+
+    return Exposure(
         host=args.host, port=args.port, allow_hosts=tuple(args.allow_host or ()),
         tls_cert=Path(args.tls_cert) if args.tls_cert else None,
         tls_key=Path(args.tls_key) if args.tls_key else None, self_signed=args.self_signed,
         insecure_http=args.insecure_http, require_pairing=args.require_pairing,
         show_pairing=args.show_pairing, new_token=args.new_token)
-    options = ServerOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
-                            stun=tuple(args.stun or ()), slo_ttfa_ms=args.slo_ms,
-                            jitter_hold=args.jitter_hold, connect_timeout_s=args.connect_timeout,
-                            max_session_s=args.max_session_age,
-                            drain_timeout_s=args.drain_timeout,
-                            admit_by_load=not args.no_admission)
-    try:
-        tls, access, pairing = secure(exposure, config_path().parent)
-        if args.wyoming is not None:  # the Wyoming server beside it, sharing the engine
-            from app.transports.flags import wyoming_options
-            from app.transports.wyoming.run import serve_with_wyoming
-
-            asyncio.run(serve_with_wyoming(
-                settings_from(args), options, wyoming_options(args, standalone=False),
-                host=args.host, port=args.port, loopback=args.loopback or args.host in
-                LOOPBACK_HOSTS, tls=tls, access=access, pairing=pairing, zeroconf=args.zeroconf))
-            return 0
-        asyncio.run(serve(settings_from(args), options, host=args.host, port=args.port,
-                          loopback=args.loopback or args.host in LOOPBACK_HOSTS, tls=tls,
-                          access=access, pairing=pairing))
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    return 0
 
 
 def _cmd_wyoming(args: argparse.Namespace) -> int:
@@ -402,6 +413,8 @@ def _parser() -> argparse.ArgumentParser:
     talk.set_defaults(run=_cmd_talk)
     _serve_parser(sub.add_parser("serve", help="serve the talk page and WebRTC on this box"))
     _bench_parser(sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)"))
+    cluster_parser(sub.add_parser("cluster", help="many machines behind one address (Ray)"),
+                   _serve_parser)
     _wyoming_parser(sub.add_parser("wyoming", help="serve Home Assistant's Wyoming protocol "
                                                    "(speech-to-text, text-to-speech, conversation)"))
     doctor = sub.add_parser("doctor", help="check this box (CPU, memory, models, ports, TLS) "

@@ -24,3 +24,11 @@ def test_the_pipeline_loads_no_model_library() -> None:
 
 def test_the_cli_loads_no_model_library_until_a_command_needs_one() -> None:
     assert loaded_after("app.cli") == []
+
+
+def test_ray_loads_only_when_a_cluster_is_joined() -> None:
+    code = ("import sys\nimport app.cli, app.cluster.ingress, app.cluster.placement, "
+            "app.cluster.run\nprint('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "False"

@@ -1,0 +1,135 @@
+"""Running apace on a Ray cluster: the placement actor, one node actor per apace machine,
+and the supervisor that keeps that set current as machines join and die.
+
+A machine is an apace node when it offers the Ray resource `apace_node` (`apace cluster
+up` starts Ray with it); its actor is pinned there (node affinity, never moved) and asks
+for that resource, so each machine holds at most one. The head may be a node too, or only
+run the ingress (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster.node import NodeServer
+from app.cluster.placement import Placement
+from app.server import ServerOptions
+from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "apace"
+PLACEMENT = "apace-placement"
+NODE_RESOURCE = "apace_node"
+SYNC_S = 1.0
+"""How often the supervisor looks for machines that joined or died."""
+START_TIMEOUT_S = 300.0
+"""Loading a node's models: a first pull of a big tier is not done here (`apace models
+pull` is), so this is loading and warming only."""
+
+
+def placement_actor() -> Any:
+    """The placement book's actor (created once per cluster; later callers get it)."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_restarts=-1)(Placement)
+    return actor.options(name=PLACEMENT, namespace=NAMESPACE, get_if_exists=True).remote()
+
+
+def existing_placement(timeout_s: float = 5.0) -> Any:
+    """The running cluster's placement actor, for `apace cluster drain/status`."""
+    import ray
+
+    try:
+        return ray.get_actor(PLACEMENT, namespace=NAMESPACE)
+    except ValueError:
+        raise LookupError("no `apace cluster serve` runs on this Ray cluster") from None
+
+
+def node_name(info: dict[str, Any]) -> str:
+    """A node's apace name: its host and the start of its Ray node id."""
+    return f"{info.get('NodeManagerHostname') or 'node'}-{info['NodeID'][:8]}"
+
+
+class Supervisor:
+    """Keeps one started node actor per live `apace_node` machine; `nodes` is what the
+    ingress routes to (only started nodes are in it)."""
+
+    def __init__(self, make_engine: Callable[[], Engine], options: ServerOptions,
+                 placement: Any, *, loopback: bool = False) -> None:
+        self.make_engine = make_engine
+        self.options = options
+        self.placement = placement
+        self.loopback = loopback
+        self.nodes: dict[str, Any] = {}
+        self._starting: dict[str, asyncio.Task[None]] = {}
+        self._ids: dict[str, str] = {}  # name → Ray node id
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("cluster supervisor: sync failed")
+            await asyncio.sleep(SYNC_S)
+
+    async def sync(self) -> None:
+        import ray
+
+        alive = {node_name(n): n["NodeID"] for n in await asyncio.to_thread(ray.nodes)
+                 if n.get("Alive") and n.get("Resources", {}).get(NODE_RESOURCE)}
+        for name in [n for n in self.nodes if n not in alive]:
+            log.warning("node %s is gone", name)
+            self.forget(name)
+        for name, node_id in alive.items():
+            if name not in self.nodes and name not in self._starting:
+                self._ids[name] = node_id
+                self._starting[name] = asyncio.create_task(self._start(name, node_id),
+                                                           name=f"start-{name}")
+
+    def forget(self, name: str) -> None:
+        """Drop the node's actor (it died, or the ingress found it failing)."""
+        actor = self.nodes.pop(name, None)
+        if actor is not None:
+            import ray
+
+            ray.kill(actor, no_restart=True)
+
+    async def _start(self, name: str, node_id: str) -> None:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        actor_class: Any = ray.remote(NodeServer)
+        actor: Any = actor_class.options(
+            num_cpus=0, resources={NODE_RESOURCE: 1}, max_concurrency=1000,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback)
+        try:
+            await asyncio.wait_for(_await(actor.start.remote()), START_TIMEOUT_S)
+        except Exception:
+            log.exception("node %s did not start", name)
+            ray.kill(actor, no_restart=True)
+        else:
+            self.nodes[name] = actor
+            log.info("node %s is up", name)
+        finally:
+            self._starting.pop(name, None)
+
+    async def stop(self) -> None:
+        """End every node's conversations and release its models."""
+        import ray
+
+        for task in self._starting.values():
+            task.cancel()
+        stops = [_await(actor.stop.remote()) for actor in self.nodes.values()]
+        await asyncio.gather(*stops, return_exceptions=True)
+        for actor in self.nodes.values():
+            ray.kill(actor, no_restart=True)
+        self.nodes.clear()
+
+
+async def _await(ref: Any) -> Any:
+    return await ref

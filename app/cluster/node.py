@@ -1,0 +1,142 @@
+"""One apace node of a cluster: the models loaded once, the node's WebRTC sessions, and
+its report to the placement book every second.
+
+Ray runs `NodeServer` as one actor per machine, pinned there (app.cluster.control). Only
+signalling reaches it through Ray — the offer, forwarded by the ingress — so its
+RTCPeerConnections gather this machine's own host candidates and the browser's media
+flows here directly, never through the ingress. The node is the single box's server
+without its HTTP listener: the same `Sessions` (cap, load admission, drain, turns,
+metrics) and the same `answer_offer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster.placement import NodeReport
+from app.metrics import ttfa_ms
+from app.security.limits import Refused
+from app.server import ServerOptions, Sessions, answer_offer, parse_offer
+from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+REPORT_S = 1.0
+"""How often a node tells the placement book how it is."""
+RECENT_TURNS = 50
+"""The turns its reported TTFA p50 covers."""
+
+
+class NodeServer:
+    """A node's conversations. `make_engine` builds (and warms) the models in a thread;
+    `placement` receives a `NodeReport` each second (a Ray actor handle, or anything with
+    `report.remote(report)`; None: no reports)."""
+
+    def __init__(self, node: str, make_engine: Callable[[], Engine], options: ServerOptions,
+                 placement: Any = None, *, loopback: bool = False) -> None:
+        self.node = node
+        self.options = options
+        self._make_engine = make_engine
+        self._placement = placement
+        self._loopback = loopback
+        self.sessions: Sessions | None = None
+        self._reporter: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        """Load the models, then report from now on. Returns the node's name."""
+        if self._loopback:  # every node on one machine (tests, a laptop): media on loopback
+            from app.serve import use_loopback_candidates
+
+            use_loopback_candidates()
+        engine = await asyncio.to_thread(self._make_engine)
+        await engine.warm()
+        self.sessions = Sessions(engine, self.options)
+        self._reporter = asyncio.create_task(self._report_loop(), name="node-report")
+        return self.node
+
+    async def offer(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An offer forwarded by the ingress: {status, body, headers} as the single box
+        would answer it (200 with the SDP answer, or a 4xx/503 with the reason)."""
+        sessions = self._live()
+        try:
+            sessions.admit()
+            description, stream = parse_offer(data)
+            answer = await answer_offer(sessions, description, stream)
+        except Refused as refused:
+            sessions.count_refusal(refused)
+            return {"status": refused.status, "body": {"error": refused.reason},
+                    "headers": refused.headers, "kind": refused.kind}
+        self._push_report()  # the placement book learns of the new session now
+        return {"status": 200, "body": {**answer, "node": self.node}, "headers": {}}
+
+    def report(self) -> NodeReport:
+        sessions = self._live()
+        open_now = sessions.open_sessions()
+        sessions._sample_load()
+        verdict = sessions.load.verdict(open_now)
+        admits = verdict.admit or not self.options.admit_by_load
+        ttfas = [ms for turn in list(sessions.turns)[-RECENT_TURNS:]
+                 if (ms := ttfa_ms(turn["timeline_ms"])) is not None]
+        return NodeReport(self.node, open_now, self.options.max_sessions, admits,
+                          "" if admits else verdict.reason, sessions.load.busy_share() or 0.0,
+                          statistics.median(ttfas) if ttfas else None, sessions.draining)
+
+    def turns(self) -> list[dict[str, Any]]:
+        return [{**turn, "node": self.node} for turn in self._live().turns]
+
+    def stats(self) -> dict[str, Any]:
+        return {**self._live().stats(), "node": self.node}
+
+    def metrics(self) -> bytes:
+        return self._live().metrics.render()
+
+    def health(self) -> dict[str, Any]:
+        sessions = self._live()
+        return {"node": self.node, "sessions": sessions.open_sessions(),
+                "draining": sessions.draining, "tasks": len(asyncio.all_tasks()),
+                "rss_bytes": sessions.memory().get("rss_bytes")}
+
+    async def stop(self) -> None:
+        """End every conversation and release the models."""
+        if self._reporter is not None:
+            self._reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reporter
+        if self.sessions is not None:
+            await self.sessions.close_all()
+            self.sessions.engine.close()
+            self.sessions = None
+
+    def _live(self) -> Sessions:
+        if self.sessions is None:
+            raise RuntimeError(f"node {self.node} is not started")
+        return self.sessions
+
+    def _push_report(self) -> asyncio.Future[Any] | None:
+        if self._placement is None or self.sessions is None:
+            return None
+        return asyncio.ensure_future(_ref(self._placement.report.remote(self.report())))
+
+    async def _report_loop(self) -> None:
+        while True:
+            started = time.monotonic()
+            try:
+                pushed = self._push_report()
+                if pushed is not None:
+                    await pushed
+            except Exception:  # the placement actor is being restarted: try again
+                log.warning("node %s could not report", self.node, exc_info=True)
+            await asyncio.sleep(max(0.0, REPORT_S - (time.monotonic() - started)))
+
+
+async def _ref(ref: Any) -> Any:
+    """Await a Ray ObjectRef (or any awaitable, or a plain value from a local fake)."""
+    if hasattr(ref, "__await__"):
+        return await ref
+    return ref

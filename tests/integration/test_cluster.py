@@ -1,0 +1,168 @@
+"""apace on a Ray cluster (app.cluster), on one machine: `ray.cluster_utils.Cluster` with
+a head (the ingress only) and two apace nodes, each node actor loading the real embedded
+models; every node's media on loopback. Conversations are placed across nodes, refused
+with 503 + Retry-After when both are full, survive the loss of the other node, keep
+talking through a drain, and a real spoken question is answered through the ingress."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import numpy as np
+import pytest
+
+from app.client import Client
+from app.cluster.ingress import Cluster as Ingress
+from app.process import REPO, free_port
+from app.serve import use_loopback_candidates
+from app.server import ServerOptions
+from pipeline.audio import read_wav, speech_end_sample
+from tests.offers import CHROME_OFFER
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+MIB = 1 << 20
+
+
+class IngressThread:
+    """`serve_cluster` on its own event loop in a thread (the tests' loops come and go)."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        from app.cluster.run import engine_from
+        from app.runtime import Settings
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.cluster: Ingress | None = None
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self._make = functools.partial(engine_from, Settings(turn_detector=False))
+        self._options = options
+        self._thread = threading.Thread(target=self._run, name="ingress", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from app.cluster.run import serve_cluster
+
+        def ready(cluster: Ingress) -> None:
+            self.cluster = cluster
+
+        self._loop.run_until_complete(serve_cluster(
+            self._make, self._options, host="127.0.0.1", port=self.port, tls=None,
+            access=None, loopback=True, stop=self._stop, ready=ready))
+
+    def nodes(self) -> list[str]:
+        return sorted(self.cluster.nodes) if self.cluster is not None else []
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[Any, list[Any], IngressThread]]:
+    from ray.cluster_utils import Cluster
+
+    use_loopback_candidates()  # this process is the clients: on loopback too
+    small = {"object_store_memory": 80 * MIB}
+    head = Cluster(initialize_head=True,
+                   head_node_args={"num_cpus": 1, "include_dashboard": False, **small})
+    workers = [head.add_node(num_cpus=1, resources={"apace_node": 1}, **small)
+               for _ in range(2)]
+    ray.init(address=head.address, namespace="apace", log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    ingress = IngressThread(ServerOptions(max_sessions=2, admit_by_load=False,
+                                          idle_timeout_s=3.0))
+    try:
+        deadline = time.monotonic() + 240
+        while len(ingress.nodes()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(ingress.nodes()) == 2, "the node actors did not start"
+        yield head, workers, ingress
+    finally:
+        ingress.stop()
+        ray.shutdown()
+        head.shutdown()
+
+
+def _node_of(name: str, workers: list[Any]) -> Any:
+    return next(w for w in workers if name.endswith(w.node_id[:8]))
+
+
+async def _connect(url: str) -> tuple[Client, str]:
+    client = Client(url)
+    await client.connect()
+    return client, client.answer["node"]
+
+
+async def _post_offer(url: str) -> tuple[int, dict[str, str], dict[str, Any]]:
+    async with aiohttp.ClientSession() as http, http.post(
+            f"{url}/offer", json={"sdp": CHROME_OFFER, "type": "offer"}) as response:
+        return response.status, dict(response.headers), await response.json()
+
+
+async def _ask(client: Client, pcm: np.ndarray) -> dict[str, Any]:
+    mark = len(client.events)
+    await client.say(pcm, speech_end_sample(pcm))
+    return await client.wait_for("turn", after=mark, timeout=60)
+
+
+async def test_placed_across_nodes_refused_when_full_and_the_survivor_keeps_talking(
+        cluster, ask) -> None:
+    head, workers, ingress = cluster
+    question = read_wav(ask("What is the capital of France?"))
+    a, node_a = await _connect(ingress.url)
+    b, node_b = await _connect(ingress.url)
+    assert {node_a, node_b} == set(ingress.nodes())  # one on each: least loaded first
+    c, _ = await _connect(ingress.url)
+    d, _ = await _connect(ingress.url)
+    status, headers, body = await _post_offer(ingress.url)  # both nodes hold 2 of 2
+    assert status == 503 and headers.get("Retry-After") == "5", body
+    assert "full" in body["error"]
+    await c.close()
+    await d.close()
+
+    # A real spoken question, answered through the ingress by the node that holds it.
+    turn = await _ask(a, question)
+    assert "capital" in turn["transcript"].lower() and turn["reply"].strip()
+
+    # The node holding A dies: A's conversation ends with it; B's goes on.
+    lost = time.monotonic()
+    head.remove_node(_node_of(node_a, workers))
+    while True:
+        status, _, body = await _post_offer(ingress.url)
+        if status == 200 or time.monotonic() - lost > 5.0:
+            break
+        await asyncio.sleep(0.2)
+    assert status == 200 and body["node"] == node_b, body
+    await asyncio.sleep(1.0)
+    turn = await _ask(b, question)
+    assert "capital" in turn["transcript"].lower() and turn["reply"].strip()
+
+    # Drain: no new conversation on the survivor, but B still talks.
+    from app.cluster.run import drain
+
+    assert await asyncio.to_thread(drain, node_b)
+    status, headers, body = await _post_offer(ingress.url)
+    assert status == 503 and "draining" in body["error"] and headers.get("Retry-After")
+    turn = await _ask(b, question)
+    assert turn["reply"].strip()
+    await asyncio.to_thread(drain, node_b, undo=True)
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{ingress.url}/api/turns") as response:
+            turns = (await response.json())["turns"]
+        async with http.get(f"{ingress.url}/metrics") as response:
+            metrics = await response.text()
+    assert {t["node"] for t in turns} <= {node_a, node_b} and len(turns) >= 2
+    assert f'node="{node_b}"' in metrics
+    await a.close()
+    await b.close()
