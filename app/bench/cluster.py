@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import time
 from typing import Any
@@ -54,8 +55,6 @@ async def _measure(n: int) -> dict[str, list[float]]:
         holder["cluster"] = cluster
         ready.set()
 
-    import functools
-
     serving = asyncio.create_task(serve_cluster(
         functools.partial(engine_from, Settings()), options, host="127.0.0.1", port=port,
         tls=None, access=None, loopback=True, stop=stop, ready=up))
@@ -91,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=30, help="offers per way (default 30)")
     n = parser.parse_args().n
-    small = {"object_store_memory": 100 << 20}
+    small: dict[str, Any] = {"object_store_memory": 100 << 20}
     cluster = RayCluster(initialize_head=True,
                          head_node_args={"num_cpus": 1, "include_dashboard": False, **small})
     cluster.add_node(num_cpus=1, resources={"apace_node": 1}, **small)
@@ -101,7 +100,7 @@ def main() -> None:
         times = asyncio.run(_measure(n))
     finally:
         ray.shutdown()
-        cluster.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
     for name, values in times.items():
         ordered = sorted(values)
         print(f"{name:>11}: median {statistics.median(values):7.1f} ms, "
