@@ -27,6 +27,8 @@ class SeqResponder(LlamaResponder):
         super().__init__(shared.llama, model_id, options)
         self.shared = shared
         self.key = next(SeqResponder._keys)
+        self._live: Job | None = None
+        """The reply job in flight (one at a time per conversation)."""
         self.traces: list[tuple[list[int], list[float]]] | None = None
         """When a list: each reply's tokens and their leads over the runner-up."""
 
@@ -42,6 +44,7 @@ class SeqResponder(LlamaResponder):
             max_tokens=self.options.max_tokens, penalty=self.options.repeat_penalty,
             bias=self._no_calls() if plain and self.tools else None, drafts=drafts,
             margins=[] if self.traces is not None else None))
+        self._live = job
         if self.traces is not None and job.margins is not None:
             self.traces.append((job.generated, job.margins))
         # A token may end mid-character: the decoder keeps the rest for the next one.
@@ -56,7 +59,15 @@ class SeqResponder(LlamaResponder):
             if job.error is not None:
                 raise job.error
         finally:
+            self._live = None
             job.cancelled.set()
+            self.shared.wake()
+
+    def promote(self) -> None:
+        """The reply being made is now a confirmed turn's (pipeline.reply.Reply.commit)."""
+        job = self._live
+        if job is not None:
+            job.promote()
             self.shared.wake()
 
     def warm(self, history: Sequence[Message]) -> None:

@@ -88,6 +88,14 @@ class Job:
         if not self.deadline:
             self.deadline = time.monotonic() + DEADLINE_S[Priority(self.priority)]
 
+    def promote(self) -> None:
+        """The user's turn ended: a speculative job is now a confirmed turn's (its class
+        and deadline), not left behind other conversations' confirmed replies."""
+        if self.priority > Priority.CONFIRMED:
+            self.priority = Priority.CONFIRMED
+            self.deadline = min(self.deadline,
+                                time.monotonic() + DEADLINE_S[Priority.CONFIRMED])
+
     @property
     def decoding(self) -> bool:
         return self.admitted and not self.pending and self.next_token is not None

@@ -146,6 +146,9 @@ class Reply:
         """The user's turn is over: this reply may play (and be shown)."""
         self.speculative = False
         self.committed.set()
+        promote = getattr(self.models.responder, "promote", None)
+        if promote is not None:  # a shared LLM: its job moves up to a confirmed turn's
+            promote()
         held, self._held = self._held, []
         for kind, data in held:
             self.emit(kind, data)

@@ -88,3 +88,14 @@ def test_choose_is_greedy_after_llama_cpps_repeat_penalty_and_the_bias() -> None
     assert choose(logits, [1, 0], 1.1) == 1  # both penalized: 0.955 > 0.909
     assert choose(logits, [], 1.0, bias={1: -100.0, 0: -100.0}) == 3
     assert logits[1] == np.float32(1.05)  # the logits themselves are left alone
+
+
+def test_a_speculative_reply_committed_while_it_runs_becomes_a_confirmed_turns() -> None:
+    confirmed = [decoding(k) for k in range(SPECULATION_LIMIT)]
+    spec = decoding(9, Priority.SPECULATIVE, deadline=1e12)
+    assert 9 not in keys([*confirmed, spec])  # under load, speculation waits
+    spec.promote()
+    assert spec.priority == Priority.CONFIRMED and spec.deadline < 1e12
+    assert 9 in keys([*confirmed, spec])
+    spec.promote()  # (twice is once)
+    assert spec.priority == Priority.CONFIRMED

@@ -241,3 +241,21 @@ def test_with_no_finished_clause_the_pace_is_a_normal_voices() -> None:
     assert heard_words([_spoken("a b c d e f g h i j", 2.0, played, False)]) == ["a", "b", "c"]
     # A slow voice: 4 s made is already more than the pace says, so the share decides.
     assert heard_words([_spoken("a b c d e f g h i j", 4.0, played, False)]) == ["a", "b"]
+
+
+class PromotedResponder(FakeResponder):
+    promoted = 0
+
+    def promote(self) -> None:
+        self.promoted += 1
+
+
+async def test_commit_tells_a_shared_llm_the_reply_is_now_a_confirmed_turns(
+        workers: Workers) -> None:
+    responder = PromotedResponder(["Fine."])
+    reply, speaker, _ = make_reply(workers, responder, speculative=True)
+    task = asyncio.create_task(reply.run())
+    assert responder.promoted == 0
+    reply.commit()
+    assert responder.promoted == 1
+    await play_out(speaker, task)
