@@ -179,8 +179,11 @@ class Sessions:
                               kind="load")
 
     def open_sessions(self) -> int:
-        """Sessions open on every way in (WebRTC and the others)."""
-        return len(self.live) + sum(count() for count in self.others)
+        """Sessions open on every way in (WebRTC and the others); one already closing
+        does not count (a client that hangs up and calls again at once is not refused
+        for its own last call)."""
+        return (sum(1 for s in self.live.values() if not s.closing)
+                + sum(count() for count in self.others))
 
     def _sample_load(self) -> None:
         cpu = getattr(self.engine, "cpu", None)

@@ -235,6 +235,11 @@ class Session:
                and channel.bufferedAmount > 0 and now() < deadline):
             await asyncio.sleep(0.02)
 
+    @property
+    def closing(self) -> bool:
+        """Closing or closed: it no longer counts against the cap or the load."""
+        return self._closed
+
     def _ending(self, reason: str) -> None:
         if self.end_reason == "closed" and not self._closed:
             self.end_reason = reason

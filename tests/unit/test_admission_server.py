@@ -17,7 +17,7 @@ from pipeline.stats import EngineStats
 def busy_sessions(options: ServerOptions, live: int) -> Sessions:
     cpu = SimpleNamespace(held_s=36.0)  # the CPU lock was held 36 s of the last 60
     sessions = Sessions(SimpleNamespace(stats=EngineStats(), cpu=cpu), options)  # type: ignore[arg-type]
-    sessions.live = {i: SimpleNamespace() for i in range(live)}  # type: ignore[misc]
+    sessions.live = {i: SimpleNamespace(closing=False) for i in range(live)}  # type: ignore[misc]
     start = time.monotonic() - 60
     sessions.load.busy_total(start, 0.0)
     for i in range(10):
@@ -38,7 +38,7 @@ def test_a_session_that_would_break_the_objective_is_refused_with_a_reason() -> 
 def test_admission_by_load_can_be_turned_off_and_the_hard_cap_stays() -> None:
     sessions = busy_sessions(ServerOptions(admit_by_load=False, max_sessions=3), live=2)
     sessions.admit()  # the load is ignored
-    sessions.live[2] = object()  # type: ignore[assignment]
+    sessions.live[2] = SimpleNamespace(closing=False)  # type: ignore[assignment]
     with pytest.raises(Refused) as refused:
         sessions.admit()
     assert refused.value.kind == "full"
@@ -59,9 +59,32 @@ def test_other_ways_in_count_against_the_cap_and_are_closed_when_draining() -> N
     sessions.closers.append(close_realtime)
     sessions.live = {}
     with pytest.raises(Refused) as refused:  # 1 WebRTC + 2 Realtime = 3 of 3
-        sessions.live[0] = SimpleNamespace()  # type: ignore[assignment]
+        sessions.live[0] = SimpleNamespace(closing=False)  # type: ignore[assignment]
         sessions.admit()
     assert refused.value.kind == "full"
     sessions.live = {}
     asyncio.run(sessions.drain())
     assert closed == [True] and sessions.open_sessions() == 0
+
+
+def test_a_session_already_closing_does_not_count() -> None:
+    sessions = busy_sessions(ServerOptions(admit_by_load=False, max_sessions=2), live=2)
+    with pytest.raises(Refused):
+        sessions.admit()
+    sessions.live[1].closing = True  # its client hung up; it is finishing
+    sessions.admit()
+    assert sessions.open_sessions() == 1
+
+
+def test_a_realtime_session_whose_client_left_does_not_count() -> None:
+    import asyncio
+
+    from app.transports.realtime.route import LiveRealtime
+
+    live = LiveRealtime()
+    talking, finishing, stopped = (SimpleNamespace(stop=asyncio.Event()) for _ in range(3))
+    stopped.stop.set()
+    live.sessions = {"a": (talking, SimpleNamespace(closed=False)),  # type: ignore[dict-item]
+                     "b": (finishing, SimpleNamespace(closed=True)),
+                     "c": (stopped, SimpleNamespace(closed=False))}
+    assert len(live) == 3 and live.open_count() == 1

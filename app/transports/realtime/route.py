@@ -47,6 +47,12 @@ class LiveRealtime:
     def __len__(self) -> int:
         return len(self.sessions)
 
+    def open_count(self) -> int:
+        """Sessions whose client is still connected (one whose websocket is closing is
+        finishing its last turn: it does not count against the cap or the load)."""
+        return sum(1 for session, ws in self.sessions.values()
+                   if not ws.closed and not session.stop.is_set())
+
     async def close_all(self, _app: web.Application | None = None) -> None:
         """Tell every client the server is going away, and end each session (its queued
         events go out, then a close frame 1001); waits up to CLOSE_WAIT_S (on_shutdown)."""
@@ -68,7 +74,7 @@ def add_realtime(app: web.Application, options: RealtimeOptions | None = None) -
     live = LiveRealtime(options or RealtimeOptions())
     app[REALTIME] = live
     sessions = app[SESSIONS]
-    sessions.others.append(lambda: len(live))
+    sessions.others.append(live.open_count)
     sessions.closers.append(live.close_all)
     app.router.add_get(PATH, realtime)
     app.on_shutdown.append(live.close_all)
