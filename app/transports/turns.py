@@ -119,3 +119,10 @@ def text_only(conversation: Conversation) -> None:
     reply through its own TTS step)."""
     conversation.models = dataclasses.replace(conversation.models,
                                               synthesizer=SilentSynthesizer())
+
+
+def cannot_ring(conversation: Conversation) -> None:
+    """Nothing would carry a timer's ring to the user (Wyoming's handle: each exchange
+    ends with its reply): the timer skill says so instead of setting one."""
+    if conversation.bell is not None:
+        conversation.bell.timers.rings = False

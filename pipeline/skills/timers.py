@@ -62,6 +62,9 @@ class Timers:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._on_change = on_change
+        self.rings = True
+        """False where nothing can ring them (a text-only way in whose client closes the
+        exchange after each reply: Wyoming's handle); the skill then says so."""
 
     def add(
         self,
@@ -177,6 +180,17 @@ _NONE_RUNNING = {
 }
 
 
+_ADVICE = ("Turn on Home Assistant's 'prefer handling commands locally' and ask again: it "
+           "rings on your speaker.")
+CANNOT_RING: dict[Kind, str] = {
+    "timer": f"I can't ring a timer from here. {_ADVICE}",
+    "alarm": f"I can't ring an alarm from here. {_ADVICE}",
+    "reminder": f"I can't ring a reminder from here. {_ADVICE}",
+}
+"""What the skill says where its timers could not ring (Home Assistant's own timers ring
+on the satellite; its pipeline asks them first with that setting on)."""
+
+
 class TimerSkill:
     """Sets, reports and cancels timers, alarms and reminders in a `Timers` store."""
 
@@ -208,6 +222,8 @@ class TimerSkill:
         return SkillReply(text=text, skill=self.name, action=action)
 
     def _set(self, req: SetTimer, ctx: SkillContext) -> SkillReply:
+        if not self._timers.rings:
+            return self._say(CANNOT_RING[req.kind])
         if req.clock is not None:
             wall = next_occurrence(req.clock, ctx.now, prefer_morning=req.prefer_morning)
             seconds = wall.timestamp() - ctx.now.timestamp()

@@ -184,10 +184,29 @@ async def test_handle_streams_the_reply_and_keeps_history_per_conversation(serve
 async def test_handle_runs_the_skills_before_the_llm(served: Served) -> None:
     server, fake = served
     client = await connect(server)
-    await client.send(Event("transcript", {"text": "Set a timer for 10 minutes."}))
+    await client.send(Event("transcript", {"text": "What timers do I have?"}))
     handled = await client.next("handled")
-    assert "10 minute timer" in handled.data["text"]
+    assert handled.data["text"] == "No timers are running."
     assert fake.responder.users == []  # the LLM was never asked
+    client.close()
+
+
+async def test_a_timer_it_could_not_ring_is_not_set_and_it_says_how_to_get_one(
+        served: Served) -> None:
+    """Home Assistant ends each exchange with its reply: nothing would carry the ring.
+    Its own timers ring on the satellite when its pipeline asks its local intents first."""
+    server, fake = served
+    client = await connect(server)
+    for text in ("Set a timer for 10 minutes.", "What timers do I have?"):
+        await client.send(Event("transcript", {"text": text, "context":
+                                               {"conversation_id": "kitchen"}}))
+        handled = await client.next("handled")
+        if text.startswith("Set"):
+            assert "can't ring a timer" in handled.data["text"]
+            assert "prefer handling commands locally" in handled.data["text"]
+        else:
+            assert handled.data["text"] == "No timers are running."  # none was set
+    assert fake.responder.users == []
     client.close()
 
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.transports.turns import start_turn, text_only
+from app.transports.turns import cannot_ring, start_turn, text_only
 from pipeline.conversation import Conversation
 from pipeline.engine import Engine
 from pipeline.events import AudioFrame
@@ -124,6 +124,7 @@ class Conversations:
         try:
             async with self.engine.open(Speaker(), emit=held.emit) as conversation:
                 text_only(conversation)
+                cannot_ring(conversation)
                 ready.set_result(conversation)
                 await conversation.run(_until(held.stop))
         except Exception as error:
