@@ -17,6 +17,7 @@ from models.load import (
     open_turn_detector,
 )
 from models.locate import Located
+from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions
@@ -79,16 +80,23 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     if settings.shared_llm and not llm_options.draft_model and not llm_options.prompt_lookup:
         shared = open_shared(llm_path, llm_options, sequences=settings.llm_sequences + 1, cpu=cpu)
 
+    states = (PromptState(), PromptState())  # the LLM's and the draft's prompt starts
+
     def open_llm() -> ClosableResponder:
         if shared is not None:
             seq = SeqResponder(shared, llm_path.name, llm_options)
             return ClosableResponder(seq, seq.close)
         stats = engine.stats.draft if engine is not None else None
-        responder = open_responder(llm_path, llm_options, stats)
+        responder = open_responder(llm_path, llm_options, stats, states)
         return ClosableResponder(responder, responder.close)
 
-    # Open one context now so that a broken GGUF fails at start-up, not at the first user.
-    open_llm().close()
+    # Open one context now so that a broken GGUF fails at start-up, not at the first user;
+    # warmed, so that contexts of their own copy the prompt start's KV from then on.
+    probe = open_llm()
+    try:
+        probe.responder.warm([])
+    finally:
+        probe.close()
     # Under the CPU lock nothing runs beside it, so it may use every core; without the
     # lock it runs beside the responder and gets one thread (two would stall both).
     detector = (open_turn_detector(located["turn"].path, threads if settings.share_cpu else 1)

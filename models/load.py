@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from models.drafts import ModelDraft, PromptLookup, same_vocabulary
 from models.locate import Located, ModelError, locate
+from models.prompt_state import PromptState, warm_with
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions, WhisperTranscriber
@@ -84,9 +85,11 @@ def load_synthesizer(path: Path, options: TtsOptions, use_cuda: bool = False) ->
     return PiperSynthesizer(voice, voice_id=path.stem, options=options, stream=stream)
 
 
-def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | None = None
-                   ) -> LlamaResponder:
-    """A new llama context (weights are memory-mapped, so shared between contexts)."""
+def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | None = None,
+                   states: tuple[PromptState, PromptState] | None = None) -> LlamaResponder:
+    """A new llama context (weights are memory-mapped, so shared between contexts).
+    `states`: the LLM's and the draft model's prompt starts, shared by every context the
+    engine opens (models/prompt_state.py), so each new one copies the system prompt's KV."""
     from llama_cpp import Llama
 
     drafter = None
@@ -113,10 +116,15 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
     responder = LlamaResponder(llama, model_id=path.name, options=options)
+    if states is not None:
+        responder.prompt_state = states[0]
     if options.draft_model and drafter is not None:
         draft = _open_draft_model(Path(options.draft_model), llama, options)
         drafter.always.append(lambda: ModelDraft(draft))
         responder.also_close.append(draft.close)
+        if states is not None:
+            draft_state = states[1]
+            responder.also_warm.append(lambda tokens: warm_with(draft_state, draft, tokens))
     return responder
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -97,6 +97,14 @@ class LlmOptions:
     (pipeline.tools): paraphrases reach the skills. Off: the LLM only talks."""
 
 
+class PromptStart(Protocol):
+    """A prompt start's KV kept for new contexts (models/prompt_state.PromptState)."""
+
+    def restore(self, llama: Any, tokens: list[int]) -> bool: ...
+
+    def store(self, llama: Any, tokens: list[int]) -> None: ...
+
+
 class LlamaResponder:
     """A llama context with the conversation's KV prefix kept warm between turns."""
 
@@ -120,6 +128,11 @@ class LlamaResponder:
         self.tokens_generated = 0
         self.also_close: list[Callable[[], None]] = []
         """Closed with this responder (a draft model's context)."""
+        self.prompt_state: PromptStart | None = None
+        """The prompt start's KV, copied into this fresh context instead of read, once
+        one context has read it (models/prompt_state.py)."""
+        self.also_warm: list[Callable[[list[int]], None]] = []
+        """Given the prompt start when this context is warmed (a draft model's context)."""
 
     @property
     def system_prompt(self) -> str:
@@ -207,7 +220,15 @@ class LlamaResponder:
 
     def warm(self, history: Sequence[Message]) -> None:
         self.llama.reset()  # type: ignore[no-untyped-call]
-        self._extend(self._next_prompt_start(history))
+        tokens = self._next_prompt_start(history)
+        for warm in self.also_warm:
+            warm(tokens)
+        state = self.prompt_state
+        if state is not None and state.restore(self.llama, tokens):
+            return
+        self._extend(tokens)
+        if state is not None:
+            state.store(self.llama, tokens)
 
     def prefill(self, history: Sequence[Message], user_start: str = "") -> None:
         if not self.options.reuse_kv:
