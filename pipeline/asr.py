@@ -245,3 +245,14 @@ class WhisperTranscriber:
             condition_on_previous_text=False,
         )
         return " ".join(segment.text.strip() for segment in segments).strip()
+
+
+class FixedTranscript:
+    """A transcriber that hears `text` whatever the audio: a turn given as text
+    (Conversation.start_turn)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+        return self.text

@@ -11,6 +11,7 @@ The transport pops the Speaker's frames at its own pace. History keeps what was 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -19,11 +20,20 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.asr import FixedTranscript
 from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
+from pipeline.captions import Captions
 from pipeline.clauses import ClauseOptions
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
-from pipeline.events import AudioFrame, Endpoint, SilenceOnset, SpeechResumed, SpeechStarted
+from pipeline.events import (
+    FRAME_SAMPLES,
+    AudioFrame,
+    Endpoint,
+    SilenceOnset,
+    SpeechResumed,
+    SpeechStarted,
+)
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
@@ -126,8 +136,7 @@ class Conversation:
         self.barge_ins = 0
         self._reply: Reply | None = None
         self._task: asyncio.Task[None] | None = None
-        self._partial: asyncio.Task[None] | None = None
-        self._partial_at = 0.0
+        self.captions = Captions(self)
         self._group: asyncio.TaskGroup | None = None
         self._prefill: asyncio.Task[None] | None = None
         self.skills = skills
@@ -157,10 +166,10 @@ class Conversation:
         """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
-                self._partial_at = 0.0
+                self.captions.speech_started()
                 self.emit("speech_started", {})
             elif isinstance(event, SilenceOnset) and self.options.speculate:
-                self._stop_caption()  # the speculative transcript supersedes it
+                self.captions.stop()
                 self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
                 self.endpointer.endpoint_ms = self.options.vad.endpoint_ms
@@ -168,7 +177,33 @@ class Conversation:
             elif isinstance(event, Endpoint):
                 self._on_endpoint(event)
         self._check_barge_in()
-        self._maybe_partial()
+        self.captions.maybe_start(self._group)
+
+    def start_turn(self, *, audio: Any = None, text: str | None = None) -> bool:
+        """Reply now to `audio` (transcribed as usual) or to `text` (taken as the
+        transcript), as the endpoint would: committed, on the history — for a client that
+        ends the turn itself (Realtime's commit, Wyoming's transcript). False when a reply
+        is already being prepared or played, or the conversation is not running."""
+        if audio is None and text is None:
+            raise ValueError("start_turn needs audio or text")
+        if self.busy or self._group is None:
+            return False
+        self._start_reply(np.zeros(FRAME_SAMPLES, np.int16) if audio is None else audio, now(),
+                          speculative=False, text=text)
+        if self._reply is None:
+            return False
+        self._reply.timeline.stamp(ENDPOINT)
+        return True
+
+    def interrupt(self, *, reason: str = "client cancelled") -> bool:
+        """Stop the committed reply now, as a barge-in does: queued audio dropped, model
+        work cancelled, the turn recorded as interrupted with what was heard. False when
+        there is none (a speculative reply is not the client's to cancel)."""
+        reply = self._reply
+        if reply is None or reply.speculative or not self.busy:
+            return False
+        self._barge_in(reply, reason)
+        return True
 
     def _on_endpoint(self, event: Endpoint) -> None:
         reply = self._reply
@@ -184,12 +219,15 @@ class Conversation:
         if self._reply is not None:
             self._reply.timeline.stamp(ENDPOINT, event.t)
 
-    def _start_reply(self, audio: Any, speech_end: float, *, speculative: bool) -> None:
+    def _start_reply(self, audio: Any, speech_end: float, *, speculative: bool,
+                     text: str | None = None) -> None:
         if self.busy or self._group is None:
             return
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
-        reply = Reply(self.models, self.speaker, list(self.history), audio, timeline,
+        models = (self.models if text is None
+                  else dataclasses.replace(self.models, transcriber=FixedTranscript(text)))
+        reply = Reply(models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
                       find_draft=self._draft, clause_options=self.options.clauses,
                       integrity=self.options.integrity,
@@ -270,49 +308,6 @@ class Conversation:
         except Exception:
             log.exception("prefill failed")
 
-    def _maybe_partial(self) -> None:
-        """Live captions while the user speaks, if the ASR worker has nothing better to do."""
-        interval = self.options.partial_interval_s
-        if (
-            interval is None
-            or self._group is None
-            or not self.endpointer.speaking
-            or self.endpointer.pausing
-            or (self._partial is not None and not self._partial.done())
-            or self.endpointer.utterance_s - self._partial_at < interval
-        ):
-            return
-        self._partial_at = self.endpointer.utterance_s
-        self._partial = self._group.create_task(self._caption(self.endpointer.utterance()))
-
-    async def _caption(self, audio: Any) -> None:
-        models = self.models
-        text = await models.asr_worker.run(
-            models.transcriber.transcribe, audio, priority=Priority.BACKGROUND
-        )
-        if not text or not self.endpointer.speaking:
-            return
-        self.emit("transcript", {"text": text, "final": False})
-        settled = " ".join(text.split()[:-1])  # the last word may be cut mid-way
-        if self.options.prefill_captions and settled and not self.busy:
-            await self._read_ahead(settled)
-
-    async def _read_ahead(self, words: str) -> None:
-        """Background work while the user speaks: a failure costs only the head start."""
-        models = self.models
-        try:
-            if models.detector is not None and models.detector_worker is not None:
-                await models.detector_worker.run(models.detector.prefill, words,
-                                                 priority=Priority.BACKGROUND)
-            await models.llm_worker.run(models.responder.prefill, list(self.history), words,
-                                        priority=Priority.BACKGROUND)
-        except Exception:
-            log.exception("reading the caption ahead failed")
-
-    def _stop_caption(self) -> None:
-        if self._partial is not None and not self._partial.done():
-            self._partial.cancel()  # a job waiting for the CPU is skipped
-
     def _speculation(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)
 
@@ -351,11 +346,14 @@ class Conversation:
             or self.endpointer.confirmed_ms < self.options.barge_in_ms
         ):
             return
+        self._barge_in(reply, "speech")
+
+    def _barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1
         self.stats.barge_ins += 1
         dropped = self.speaker.clear()
-        self._cancel_reply(reason="barge-in")
-        self.emit("barge_in", {"dropped_ms": dropped * 20})
+        self._cancel_reply(reason=f"barge-in ({reason})")
+        self.emit("barge_in", {"dropped_ms": dropped * 20, "reason": reason})
         if reply.transcript:
             self._finish(reply, interrupted=True)
 

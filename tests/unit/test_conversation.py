@@ -141,7 +141,7 @@ async def test_sustained_speech_while_the_assistant_talks_barges_in(workers: Wor
     assert REPLY_TEXT.startswith(turn.heard)
     played_frames = mic.played_samples // FRAME_SAMPLES
     assert [e for e in events if e[0] == "barge_in"] == [
-        ("barge_in", {"dropped_ms": 20 * (REPLY_FRAMES - played_frames)})
+        ("barge_in", {"dropped_ms": 20 * (REPLY_FRAMES - played_frames), "reason": "speech"})
     ]
 
 

@@ -9,7 +9,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.transports.turns import interrupt, start_turn, text_only, watch_endpoint
+from app.transports.turns import text_only, watch_endpoint
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
@@ -33,8 +33,8 @@ async def test_a_text_turn_skips_asr_and_enters_the_history(workers: Workers) ->
                                 Speaker())
     async with Mic(conv) as mic:
         await asyncio.sleep(0.01)  # (the conversation starts running)
-        assert start_turn(conv, text="Two plus two?")
-        assert not start_turn(conv, text="again")  # one reply at a time
+        assert conv.start_turn(text="Two plus two?")
+        assert not conv.start_turn(text="again")  # one reply at a time
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert transcriber.calls == [] and responder.users == ["Two plus two?"]
     assert [(m.role, m.content) for m in conv.history] == [("user", "Two plus two?"),
@@ -50,7 +50,7 @@ async def test_an_audio_turn_is_transcribed_as_usual(workers: Workers) -> None:
     audio = np.full(7 * 320, 1000, np.int16)
     async with Mic(conv) as mic:
         await asyncio.sleep(0.01)
-        assert start_turn(conv, audio=audio)
+        assert conv.start_turn(audio=audio)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert transcriber.calls == [len(audio)]
 
@@ -58,7 +58,7 @@ async def test_an_audio_turn_is_transcribed_as_usual(workers: Workers) -> None:
 async def test_start_turn_needs_a_running_conversation(workers: Workers) -> None:
     conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["x"]),
                                           FakeSynthesizer()), Speaker())
-    assert not start_turn(conv, text="hello")
+    assert not conv.start_turn(text="hello")
 
 
 async def test_interrupt_stops_the_reply_and_keeps_what_was_heard(workers: Workers) -> None:
@@ -67,12 +67,12 @@ async def test_interrupt_stops_the_reply_and_keeps_what_was_heard(workers: Worke
                                                FakeSynthesizer()), Speaker())
     async with Mic(conv) as mic:
         await asyncio.sleep(0.01)
-        assert start_turn(conv, text="Talk.")
+        assert conv.start_turn(text="Talk.")
         await until(lambda: conv.speaker.queued_frames == 100)  # all 20 words made
         mic.play(10)  # 200 ms heard: two words of the fake voice
-        assert interrupt(conv, reason="client_cancelled")
+        assert conv.interrupt(reason="client_cancelled")
         assert conv.speaker.queued_frames == 0 and not conv.busy
-        assert not interrupt(conv)  # nothing left to interrupt
+        assert not conv.interrupt()  # nothing left to interrupt
     (turn,) = conv.turns
     # What was heard: the played share of the clause, a prefix of the reply.
     heard = turn.heard.split()
@@ -89,7 +89,7 @@ async def test_a_speculative_reply_is_not_the_clients_to_cancel(workers: Workers
         await mic.send(True, 10)
         await mic.send(False, 4)  # past the onset: a speculation runs, the turn goes on
         assert conv.busy
-        assert not interrupt(conv)
+        assert not conv.interrupt()
 
 
 async def test_watch_endpoint_reports_events_before_the_conversation_acts(workers: Workers) -> None:
@@ -115,7 +115,7 @@ async def test_text_only_makes_no_audio(workers: Workers) -> None:
     text_only(conv)
     async with Mic(conv):
         await asyncio.sleep(0.01)
-        assert start_turn(conv, text="How are you?")
+        assert conv.start_turn(text="How are you?")
         await until(lambda: len(conv.turns) == 1)
     assert conv.turns[0].reply == "Fine, thanks." and synthesizer.texts == []
     assert conv.speaker.queued_frames == 0

@@ -20,7 +20,6 @@ from app.transports.realtime.protocol import (
     new_id,
     user_text,
 )
-from app.transports.turns import interrupt, start_turn
 from pipeline.events import FRAME_MS
 from pipeline.llm import Message
 
@@ -89,9 +88,9 @@ def response_create(session: RealtimeSession, data: dict[str, Any]) -> None:
         raise ClientError("a response is already in progress: cancel it first",
                           "conversation_already_has_active_response")
     if session.pending_text is not None:
-        started = start_turn(conversation, text=session.pending_text)
+        started = conversation.start_turn(text=session.pending_text)
     elif session.committed_audio:
-        started = start_turn(conversation, audio=np.concatenate(session.committed_audio))
+        started = conversation.start_turn(audio=np.concatenate(session.committed_audio))
     else:
         raise ClientError("nothing to respond to: commit audio or create a user message "
                           "first", "no_input")
@@ -107,7 +106,7 @@ def response_cancel(session: RealtimeSession, data: dict[str, Any]) -> None:
     if response is None or conversation is None:
         raise ClientError("there is no response in progress", "response_cancel_not_active")
     response.cancel_reason = "client_cancelled"
-    if not interrupt(conversation, reason="client_cancelled"):
+    if not conversation.interrupt(reason="client_cancelled"):
         session.speaker.clear()  # audio without a reply behind it (a timer): just stop it
         session.close_response()
 
@@ -121,7 +120,7 @@ def item_truncate(session: RealtimeSession, data: dict[str, Any]) -> None:
     response, conversation = session.response, session.conversation
     if response is not None and item_id == response.item_id and conversation is not None:
         response.cancel_reason = "client_cancelled"
-        interrupt(conversation, reason="client_cancelled")
+        conversation.interrupt(reason="client_cancelled")
     if item_id not in session.items_ms:
         raise ClientError(f"no assistant item {str(item_id)[:64]!r} to truncate",
                           "item_truncate_invalid_item_id", "item_id")

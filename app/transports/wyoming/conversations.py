@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.transports.turns import cannot_ring, start_turn, text_only
+from app.transports.turns import cannot_ring, text_only
 from pipeline.conversation import Conversation
 from pipeline.engine import Engine
 from pipeline.events import AudioFrame
@@ -86,7 +86,7 @@ class Conversations:
             done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             held.turn = _Turn(on_delta, done)
             try:
-                if not start_turn(conversation, text=text):
+                if not conversation.start_turn(text=text):
                     raise HandleError("the conversation is not ready for a new turn")
                 async with asyncio.timeout(self.turn_timeout_s):
                     return await done
