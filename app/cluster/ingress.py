@@ -88,12 +88,16 @@ async def place(cluster: Cluster, data: dict[str, Any]) -> web.Response:
     """Hold a slot, forward the offer there; on a failed node, the next one."""
     retry = {"Retry-After": str(cluster.retry_after_s)}
     last = "no node answered"
+    tried: list[str] = []
     for _ in range(ATTEMPTS):
-        placed = await _book(cluster, "reserve")
+        placed = await _book(cluster, "reserve", tried)
         if isinstance(placed, Refusal):
+            if tried:  # the nodes left refused it, or there are none left
+                break
             raise Refused(503, f"cluster {placed.reason}; try again later", retry,
                           kind=placed.kind)
         node, hold = placed
+        tried.append(node)
         actor = cluster.nodes.get(node)
         answer: dict[str, Any] | None = None
         try:

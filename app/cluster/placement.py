@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,10 +82,11 @@ class Placement:
             return
         node.report, node.seen = report, self.clock()
 
-    def reserve(self) -> tuple[str, int] | Refusal:
-        """Hold a slot on the least-loaded live node that has room: (node, hold id)."""
+    def reserve(self, exclude: Sequence[str] = ()) -> tuple[str, int] | Refusal:
+        """Hold a slot on the least-loaded live node that has room: (node, hold id).
+        `exclude`: nodes this offer was already refused by."""
         self._expire()
-        live = list(self.nodes.values())
+        live = [n for n in self.nodes.values() if n.report.node not in exclude]
         if not live:
             return Refusal("no apace node is up", "none")
         open_nodes = [n for n in live if not n.drained and not n.report.draining]

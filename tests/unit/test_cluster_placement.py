@@ -100,3 +100,9 @@ def test_a_report_that_came_after_the_hold_is_not_counted_twice() -> None:
     placement.settle(node, hold, True)
     assert placement.view()[0]["sessions"] == 1
     assert not isinstance(placement.reserve(), Refusal)  # one slot is left
+
+
+def test_nodes_that_already_refused_the_offer_are_left_out() -> None:
+    placement, _ = book(NodeReport("a", 0, 2), NodeReport("b", 1, 2))
+    assert placement.reserve(["a"])[0] == "b"  # type: ignore[index]
+    assert isinstance(placement.reserve(["a", "b"]), Refusal)
