@@ -12,14 +12,20 @@ const ui = {
 // Arrays accumulate over the page's life (across reconnects).
 const apace = {
   state: "idle", messages: [], transcripts: [], replies: [], turns: [],
-  audio: { maxRms: 0, onsets: [], reported: [] }, rttMs: null, clock: null, connect, hangup,
-  clockEstimate,
+  audio: { maxRms: 0, onsets: [], reported: [] }, rttMs: null, clock: null, connect,
+  hangup: () => userHangup(), clockEstimate, reconnects: 0,
 };
 window.apace = apace;
 
 // The live session; replaced on each connect so late callbacks from an old
 // session can tell they are stale and do nothing.
 let session = null;
+
+// A call the server or the network ended (not the user) is placed again, after these
+// waits (or the server's Retry-After, if longer): on a cluster the new offer lands on a
+// live node. The count starts over once a call is up.
+const RECONNECT_MS = [500, 2000, 5000];
+const retry = { tries: 0, timer: 0 };
 
 // RMS thresholds for onset detection: the gap between them is hysteresis, so
 // a reply hovering around one level does not count as many onsets.
@@ -30,7 +36,7 @@ function setState(state) {
   apace.state = state;
   ui.state.textContent = state;
   ui.dot.dataset.state = state;
-  const active = !["idle", "closed", "error"].includes(state);
+  const active = !["idle", "closed", "error"].includes(state) || retry.timer !== 0;
   ui.talk.textContent = active ? "Hang up" : "Talk";
   ui.talk.dataset.active = String(active);
 }
@@ -79,9 +85,44 @@ async function connect() {
     if (session !== s) return;
     session = null;
     teardown(s);
+    if (retry.tries > 0 && err.retryable) return callAgain(err.message, err.retryAfterS);
     showNotice(err.message || String(err));
     setState("error");
   }
+}
+
+// The call was lost (the connection failed, or the server ended it): place it again.
+function lost(s, why) {
+  if (session !== s) return;
+  hangup();
+  callAgain(why, s.retryAfterS);
+}
+
+function callAgain(why, retryAfterS) {
+  if (retry.tries >= RECONNECT_MS.length) {
+    retry.tries = 0;
+    showNotice(`${why} Click Talk to call again.`);
+    setState("closed");
+    return;
+  }
+  const wait = Math.max(RECONNECT_MS[retry.tries], (retryAfterS || 0) * 1000);
+  retry.tries += 1;
+  showNotice(`${why} Calling again…`);
+  retry.timer = setTimeout(() => {
+    retry.timer = 0;
+    apace.reconnects += 1;
+    connect();
+  }, wait);
+  setState("reconnecting");
+}
+
+// The user's own hang-up: nothing is called again.
+function userHangup() {
+  clearTimeout(retry.timer);
+  retry.timer = 0;
+  retry.tries = 0;
+  if (session) hangup();
+  else setState("closed");
 }
 
 async function openMic() {
@@ -126,7 +167,10 @@ async function negotiate(pc, processing) {
   if (!res.ok) {
     let reason = `${res.status} ${res.statusText}`;
     try { reason = (await res.json()).error || reason; } catch (_) { /* not JSON */ }
-    throw new Error(`The server refused the call: ${reason}`);
+    const err = new Error(`The server refused the call: ${reason}`);
+    err.retryable = res.status === 503; // full or draining: later, or elsewhere
+    err.retryAfterS = Number(res.headers.get("Retry-After")) || 0;
+    throw err;
   }
   const answer = await res.json();
   return { sdp: answer.sdp, type: answer.type };
@@ -157,13 +201,12 @@ function wirePeer(s) {
   s.pc.onconnectionstatechange = () => {
     const st = s.pc.connectionState;
     if (session === s && (st === "failed" || st === "closed")) {
-      if (st === "failed") showNotice("The connection to the server failed.");
-      hangup();
+      lost(s, st === "failed" ? "The connection to the server failed." : "The call ended.");
     }
   };
   s.dc.onopen = () => s.timers.push(...startPings(s.dc));
   s.dc.onmessage = (ev) => { if (session === s) onMessage(ev.data); };
-  s.dc.onclose = () => { if (session === s) hangup(); };
+  s.dc.onclose = () => { if (session === s) lost(s, s.endedWhy || "The call ended."); };
 }
 
 // ---------------------------------------------------------------- hanging up
@@ -288,17 +331,25 @@ function onMessage(data) {
   try { msg = JSON.parse(data); } catch (_) { return; }
   apace.messages.push(msg);
   switch (msg.type) {
-    case "ready": setState("listening"); break;
+    case "ready": retry.tries = 0; setState("listening"); break;
     case "speech_started": setState("hearing you"); break;
     case "transcript": onTranscript(msg); break;
     case "reply_delta": onReplyDelta(msg); break;
     case "barge_in": onBargeIn(); break;
     case "turn": onTurn(msg); break;
     case "error": onServerError(msg); break;
-    case "going_away": showNotice(`The server is ending this call: ${msg.message}`); break;
+    case "going_away": onGoingAway(msg); break;
     case "pong": onPong(session, msg); break;
     case "timers": window.apaceTimers.update(msg.timers); break;
     case "timer_fired": window.apaceTimers.fired(msg); break;
+  }
+}
+
+function onGoingAway(msg) {
+  showNotice(`The server is ending this call: ${msg.message}`);
+  if (session) {
+    session.endedWhy = `The server ended the call (${msg.message}).`;
+    session.retryAfterS = msg.retry_after_s || 0;
   }
 }
 
@@ -404,8 +455,8 @@ function scrollLog() {
 
 // ------------------------------------------------------------------ wiring
 
-ui.talk.addEventListener("click", () => (session ? hangup() : connect()));
-window.addEventListener("pagehide", () => hangup());
+ui.talk.addEventListener("click", () => (session || retry.timer ? userHangup() : connect()));
+window.addEventListener("pagehide", () => userHangup());
 setState("idle");
 // Say so up front rather than after the click, when it cannot work anyway.
 if (!window.isSecureContext) showNotice(INSECURE);
