@@ -67,7 +67,9 @@ def settings_from(args: argparse.Namespace) -> Any:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
     if not 1 <= args.llm_sequences <= 63:
         raise UsageError("--llm-sequences must be 1-63")
-    llm = LlmOptions(threads=args.threads or 2, gpu_layers=args.llm_gpu_layers,
+    # 0: every core, as for the other models (the models take turns on the CPU).
+    llm = LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
+                     gpu_layers=args.llm_gpu_layers,
                      reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
                      prompt_lookup=args.prompt_lookup, draft_model=args.draft_model,
                      **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
