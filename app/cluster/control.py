@@ -79,26 +79,28 @@ class Supervisor:
     async def sync(self) -> None:
         import ray
 
-        alive = {node_name(n): n["NodeID"] for n in await asyncio.to_thread(ray.nodes)
+        alive = {node_name(n): n for n in await asyncio.to_thread(ray.nodes)
                  if n.get("Alive") and n.get("Resources", {}).get(NODE_RESOURCE)}
         for name in [n for n in self.nodes if n not in alive]:
             log.warning("node %s is gone", name)
             self.forget(name)
-        for name, node_id in alive.items():
+        for name, info in alive.items():
             if name not in self.nodes and name not in self._starting:
-                self._ids[name] = node_id
-                self._starting[name] = asyncio.create_task(self._start(name, node_id),
-                                                           name=f"start-{name}")
+                self._ids[name] = info["NodeID"]
+                cpus = max(1, int(info.get("Resources", {}).get("CPU", 1)))
+                self._starting[name] = asyncio.create_task(
+                    self._start(name, info["NodeID"], cpus), name=f"start-{name}")
 
     def forget(self, name: str) -> None:
         """Drop the node's actor (it died, or the ingress found it failing)."""
+        self._ids.pop(name, None)
         actor = self.nodes.pop(name, None)
         if actor is not None:
             import ray
 
             ray.kill(actor, no_restart=True)
 
-    async def _start(self, name: str, node_id: str) -> None:
+    async def _start(self, name: str, node_id: str, cpus: int) -> None:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -106,6 +108,9 @@ class Supervisor:
         actor: Any = actor_class.options(
             num_cpus=0, resources={NODE_RESOURCE: 1}, max_concurrency=1000,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            # Ray sets OMP_NUM_THREADS=1 in an actor that asks for no CPU; the node's models
+            # take turns on every CPU Ray may schedule there (OpenMP libraries read it).
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": str(cpus)}},
         ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback)
         try:
             await asyncio.wait_for(_await(actor.start.remote()), START_TIMEOUT_S)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ OFFER_TIMEOUT_S = 10.0
 BOOK_TIMEOUT_S = 5.0
 """The placement actor answers in a millisecond; this long means it is being restarted."""
 POLL_S = 1.0
+SEEN_TURNS = 10_000
+"""Turns the merged feed remembers having pushed (far more than the nodes keep)."""
 """How often the merged dashboard feed asks the nodes for new turns."""
 
 
@@ -192,7 +195,7 @@ async def health(request: web.Request) -> web.Response:
 
 async def _poll_feed(cluster: Cluster) -> None:
     """Push new turns and the merged stats to the dashboards once a second."""
-    seen: set[tuple[str, int]] = set()
+    seen: OrderedDict[tuple[str, int], None] = OrderedDict()
     while True:
         await asyncio.sleep(POLL_S)
         if not cluster.hub.clients:
@@ -202,8 +205,10 @@ async def _poll_feed(cluster: Cluster) -> None:
             for turn in turns:
                 key = (str(turn["session"]), int(turn["turn"]))
                 if key not in seen:
-                    seen.add(key)
+                    seen[key] = None
                     cluster.hub.publish("turn", turn)
+            while len(seen) > SEEN_TURNS:  # (the nodes keep their last 200 turns each)
+                seen.popitem(last=False)
             cluster.hub.publish("stats", await _stats(cluster))
         except Exception:  # a node went away mid-poll: the next poll goes on
             log.warning("dashboard poll failed", exc_info=True)
