@@ -16,7 +16,7 @@ import math
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +26,7 @@ from app.bench.conversations import ConversationSpec, TurnSpec, conversation_set
 from app.bench.latency import Utterance
 from app.bench.quality_report import QualityResult, TurnOutcome, report, save
 from app.client import Client
-from app.process import ServerProcess
+from app.process import ServerProcess, free_port
 from pipeline.quality import failed, score_turn
 from pipeline.timeline import now
 
@@ -42,8 +42,11 @@ class RunOptions:
     settle_s: float = 1.0
     """Wait after a conversation's last reply for late events (a timer, a cut-off's turn)."""
     transport: str = "webrtc"
-    """How the client talks to the server: "webrtc" (app.client) or "realtime" (the
-    OpenAI-Realtime websocket, app.transports.realtime.client)."""
+    """How the client talks to the server: "webrtc" (app.client), "realtime" (the
+    OpenAI-Realtime websocket, app.transports.realtime.client) or "wyoming" (Home
+    Assistant's pipeline, app.transports.wyoming.client)."""
+    wyoming_url: str | None = None
+    """tcp://HOST:PORT of the Wyoming server the bench started beside `apace serve`."""
 
 
 class Server(Protocol):
@@ -127,7 +130,7 @@ async def run_conversation(url: str, conversation: ConversationSpec,
                            ) -> tuple[list[TurnOutcome], str | None]:
     """Speak one conversation on its own WebRTC session; score what came back. A failure
     mid-way scores the turns not reached as wrong and names it."""
-    client, problem = _client(url, options.transport), None
+    client, problem = _client(options.wyoming_url or url, options.transport), None
     marks: list[_Mark] = []
     try:
         await client.connect()
@@ -147,8 +150,12 @@ def _client(url: str, transport: str) -> Any:
         from app.transports.realtime.client import RealtimeClient
 
         return RealtimeClient(url)
+    if transport == "wyoming":
+        from app.transports.wyoming.client import WyomingClient
+
+        return WyomingClient(url)
     if transport != "webrtc":
-        raise ValueError(f"--transport {transport!r}: choose webrtc or realtime")
+        raise ValueError(f"--transport {transport!r}: choose webrtc, realtime or wyoming")
     return Client(url)
 
 
@@ -291,7 +298,13 @@ def bench_quality(*, url: str | None, out: Path, server_args: Sequence[str] = ()
         with tempfile.TemporaryDirectory(prefix="apace-quality-") as data:
             # Admission off: a conversation must not be refused because the one before
             # it is still closing (the bench measures answers, not admission).
-            server = ManagedServer(["--no-admission", *server_args, *flags], Path(data))
+            wyoming: list[str] = []
+            if options.transport == "wyoming":  # Home Assistant's way in, beside it
+                port = free_port()
+                wyoming = ["--wyoming", str(port)]
+                options = replace(options, wyoming_url=f"tcp://127.0.0.1:{port}")
+            server = ManagedServer(["--no-admission", *wyoming, *server_args, *flags],
+                                   Path(data))
             try:
                 result = asyncio.run(run_config(server, name, flags, conversations, utterances,
                                                 options))

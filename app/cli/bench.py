@@ -32,6 +32,9 @@ def command(args: argparse.Namespace) -> int:
     folder = Path(args.utterances) if args.utterances else None
     if folder is not None and not folder.is_dir():
         raise UsageError(f"--utterances {folder} is not a folder of WAV files")
+    if "wyoming" in (args.transport or ()):
+        raise UsageError("--transport wyoming goes with --quality (Wyoming's turns are "
+                         "driven by the client, not by apace's endpointer)")
     try:
         bench(url=args.url, ablate=args.ablate, folder=folder, rounds=args.rounds,
               out=Path(args.out), server_args=args.server_arg or (),
@@ -50,7 +53,7 @@ def _bench_quality(args: argparse.Namespace) -> int:
         return _bench_quality_sessions(args)
     transports = list(dict.fromkeys(args.transport or ["webrtc"]))
     if len(transports) > 1:
-        raise UsageError("--quality runs over one --transport (webrtc or realtime)")
+        raise UsageError("--quality runs over one --transport (webrtc, realtime or wyoming)")
     try:
         bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
                       compare=args.compare or (), only=args.only or (),
@@ -124,9 +127,10 @@ def _bench_asr(args: argparse.Namespace) -> int:
 def bench_flags(bench: argparse.ArgumentParser) -> None:
     """`apace bench`'s flags (the parser's `run` is set by app.cli)."""
     bench.add_argument("--url", help="bench a running server instead of starting one")
-    bench.add_argument("--transport", action="append", choices=("webrtc", "realtime"),
+    bench.add_argument("--transport", action="append", choices=("webrtc", "realtime", "wyoming"),
                        help="the way in to measure: webrtc (default) and/or realtime (the "
-                            "OpenAI-Realtime websocket), all in one run (repeatable)")
+                            "OpenAI-Realtime websocket), all in one run (repeatable); with "
+                            "--quality also wyoming (Home Assistant's pipeline)")
     bench.add_argument("--ablate", action="store_true",
                        help="also run the whole engine off and each latency lever off")
     bench.add_argument("--utterances", metavar="DIR", help="WAV questions instead of the set")
