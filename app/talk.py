@@ -115,8 +115,8 @@ async def _feed(
             step()
             yield AudioFrame(pcm, now())
         deadline = now() + TAIL_LIMIT_S
-        while now() < deadline and (conversation.endpointer.speaking or conversation.busy):
-            if clock.fast and not conversation.endpointer.speaking:
+        while now() < deadline and (conversation.user_speaking or conversation.busy):
+            if clock.fast and not conversation.user_speaking:
                 await asyncio.sleep(0.002)
                 while (frame := speaker.pop()) is not None:
                     collected.append(frame)

@@ -147,6 +147,10 @@ class Conversation:
         """True while a reply is being prepared or played."""
         return self._task is not None and not self._task.done()
 
+    @property
+    def user_speaking(self) -> bool:
+        return self.endpointer.speaking
+
     async def run(self, frames: AsyncIterator[AudioFrame]) -> None:
         """Consume the user's frames until they end. Cancel-safe: all reply work stops."""
         try:
