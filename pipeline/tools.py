@@ -121,9 +121,20 @@ def _grounded(arguments: dict[str, str], said: str) -> dict[str, str] | None:
 _OPENING = '{"name"'
 
 
+_FENCE = "```json"
+
+
 def may_be_call(text: str) -> bool:
     """True while the reply so far could still be a tool call (the template asks for
     `<tool_call>` then JSON; the tags are special tokens and may be dropped from text;
-    some models double the opening brace)."""
-    start = text.lstrip().removeprefix("<tool_call>").lstrip().lstrip("{")
+    some models double the opening brace, or put the JSON in a Markdown code block: the
+    1.5B once said 'json "name": "set timer",' aloud)."""
+    start = text.lstrip()
+    if _FENCE.startswith(start):
+        return True  # (also "```" and "`": a fence may be coming)
+    for fence in (_FENCE, "```"):
+        if start.startswith(fence):
+            start = start.removeprefix(fence).lstrip()
+            break
+    start = start.removeprefix("<tool_call>").lstrip().lstrip("{")
     return _OPENING[1:].startswith(start[: len(_OPENING) - 1]) if start else True

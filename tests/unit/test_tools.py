@@ -60,6 +60,13 @@ def test_text_is_held_only_while_it_could_be_a_call() -> None:
     assert not may_be_call("The capital") and not may_be_call('{"text"')
 
 
+def test_a_call_in_a_markdown_code_block_is_held_and_read() -> None:
+    text = "```json\n" + call("set_timer", duration="5 minutes") + "\n```"
+    assert all(may_be_call(text[:n]) for n in range(1, len(text) - 4))
+    assert request_for(text, "Set a timer for 5 minutes.") == "set a timer for 5 minutes"
+    assert not may_be_call("```python") and not may_be_call("``` The answer")
+
+
 def test_every_tool_has_a_request() -> None:
     names = {tool["function"]["name"] for tool in TOOLS}
     assert all(request_for(call(n, duration="5 minutes", time="5 pm", task="x", action="left",
