@@ -300,3 +300,35 @@ async def test_fuzzed_streams_never_stop_the_server(served: Served) -> None:
     await client.send(Event("describe"))
     assert (await client.next()).type == "info"
     client.close()
+
+
+async def test_voice_after_the_onset_that_never_resumed_the_turn_still_counts() -> None:
+    """A soft last word the room gate takes for the room does not resume the turn, but
+    Home Assistant's audio-stop says it is part of the question: the whole audio is
+    transcribed, not the speculation that lacks it."""
+    import dataclasses
+
+    from app.transports.audio import PcmFormat
+    from app.transports.wyoming.service import Listening, ServiceOptions
+    from pipeline.vad import Endpointer
+    from tests.fakes import TEST_VAD
+
+    fake = fake_engine(["What time is it?"], ["x"])
+    try:
+        listening = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(), classify=any_sound)
+        # A gate that doubts the last word: resuming would take 400 ms of voice.
+        listening.endpointer = Endpointer(dataclasses.replace(TEST_VAD, resume_ms=400),
+                                          any_sound)
+        frames = [VOICE] * 10 + [SILENCE] * 4 + [VOICE] * 4 + [SILENCE] * 2
+        for frame in frames:
+            listening.push(frame.tobytes())
+        assert listening.speculated == 1 and listening.stale
+        await listening.finish()
+        assert fake.transcriber.calls[-1] == len(frames) * 320  # the whole audio
+        short = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(), classify=any_sound)
+        short.endpointer = Endpointer(dataclasses.replace(TEST_VAD, resume_ms=400), any_sound)
+        for frame in [VOICE] * 10 + [SILENCE] * 4 + [VOICE] * 2 + [SILENCE] * 2:  # a click
+            short.push(frame.tobytes())
+        assert short.speculated == 1 and not short.stale
+    finally:
+        fake.close()
