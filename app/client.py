@@ -98,6 +98,19 @@ class Received:
         return any(start <= at < end and db > threshold for at, db in self.levels)
 
 
+async def wait_event(events: list[dict[str, Any]], new_event: asyncio.Event, kind: str, *,
+                     after: int = 0, timeout: float = 30.0) -> dict[str, Any]:
+    """The first event of `kind` in `events` at index ≥ `after`, waiting for it (each
+    client sets `new_event` when it appends one)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for event in events[after:]:
+                if event["type"] == kind:
+                    return event
+            new_event.clear()
+            await new_event.wait()
+
+
 class Client:
     """One WebRTC session with an apace server. Use `async with Client(url) as client`."""
 
@@ -160,13 +173,7 @@ class Client:
 
     async def wait_for(self, kind: str, *, after: int = 0, timeout: float = 30.0) -> dict[str, Any]:
         """The first event of `kind` at index ≥ `after` (waits for it)."""
-        async with asyncio.timeout(timeout):
-            while True:
-                for event in self.events[after:]:
-                    if event["type"] == kind:
-                        return event
-                self.new_event.clear()
-                await self.new_event.wait()
+        return await wait_event(self.events, self.new_event, kind, after=after, timeout=timeout)
 
     async def say(self, pcm: Pcm, speech_end_sample: int | None = None) -> float:
         """Send `pcm`; returns once all of it has been sent, with the time the sample

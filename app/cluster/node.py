@@ -72,7 +72,7 @@ class NodeServer:
             sessions.count_refusal(refused)
             return {"status": refused.status, "body": {"error": refused.reason},
                     "headers": refused.headers, "kind": refused.kind}
-        self._push_report()  # the placement book learns of the new session now
+        await self._report_now()  # the placement book learns of the new session now
         return {"status": 200, "body": {**answer, "node": self.node}, "headers": {}}
 
     def report(self) -> NodeReport:
@@ -118,20 +118,18 @@ class NodeServer:
             raise RuntimeError(f"node {self.node} is not started")
         return self.sessions
 
-    def _push_report(self) -> asyncio.Future[Any] | None:
+    async def _report_now(self) -> None:
         if self._placement is None or self.sessions is None:
-            return None
-        return asyncio.ensure_future(_ref(self._placement.report.remote(self.report())))
+            return
+        try:
+            await _ref(self._placement.report.remote(self.report()))
+        except Exception:  # the placement actor is being restarted: the next report will do
+            log.warning("node %s could not report", self.node, exc_info=True)
 
     async def _report_loop(self) -> None:
         while True:
             started = time.monotonic()
-            try:
-                pushed = self._push_report()
-                if pushed is not None:
-                    await pushed
-            except Exception:  # the placement actor is being restarted: try again
-                log.warning("node %s could not report", self.node, exc_info=True)
+            await self._report_now()
             await asyncio.sleep(max(0.0, REPORT_S - (time.monotonic() - started)))
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
-from app.client import Received
+from app.client import Received, wait_event
 from app.transports.realtime.protocol import RATE
 from pipeline.audio import resample, rms_dbfs, to_int16
 from pipeline.events import FRAME_MS, SAMPLE_RATE, Pcm
@@ -131,13 +131,7 @@ class RealtimeClient:
 
     async def wait_for(self, kind: str, *, after: int = 0, timeout: float = 30.0
                        ) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
-            while True:
-                for event in self.events[after:]:
-                    if event["type"] == kind:
-                        return event
-                self.new_event.clear()
-                await self.new_event.wait()
+        return await wait_event(self.events, self.new_event, kind, after=after, timeout=timeout)
 
     async def say(self, pcm: Pcm, speech_end_sample: int | None = None) -> float:
         """Send `pcm` (16 kHz); returns once it is all sent, with the time the chunk holding

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from app.client import Received
+from app.client import Received, wait_event
 from pipeline.audio import rms_dbfs
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
 from pipeline.timeline import now
@@ -187,10 +187,4 @@ class WyomingClient:
 
     async def wait_for(self, kind: str, *, after: int = 0, timeout: float = 30.0
                        ) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
-            while True:
-                for event in self.events[after:]:
-                    if event["type"] == kind:
-                        return event
-                self.new_event.clear()
-                await self.new_event.wait()
+        return await wait_event(self.events, self.new_event, kind, after=after, timeout=timeout)
