@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
+from models import llama_internals
 from pipeline.drafts import Tokens
 
 if TYPE_CHECKING:
@@ -43,14 +43,10 @@ class ModelDraft:
 
     def propose(self, generated: Tokens, context: Tokens) -> Tokens:
         llama = self.llama
-        held = llama._input_ids
-        same = np.flatnonzero(held[: len(context)] != context[: len(held)])
-        keep = min(int(same[0]) if same.size else min(len(held), len(context)), len(context) - 1)
-        llama.n_tokens = keep  # eval drops the KV past n_tokens
-        llama.eval(context[keep:].tolist())
+        llama_internals.extend(llama, context.tolist(), reread_last=True)
         guesses: list[int] = []
         for _ in range(self.num_pred_tokens):
-            token = int(np.argmax(_last_logits(llama)))
+            token = int(np.argmax(llama_internals.last_logits(llama)))
             if token == self._eos:
                 break
             guesses.append(token)
@@ -63,9 +59,3 @@ def same_vocabulary(target: Llama, draft: Llama) -> bool:
     probe = "Hello, what's 12 x 7? <|im_end|> Ünïcödé".encode()
     return bool(target.n_vocab() == draft.n_vocab() and target.token_eos() == draft.token_eos()
                 and target.tokenize(probe, special=True) == draft.tokenize(probe, special=True))
-
-
-def _last_logits(llama: Llama) -> npt.NDArray[np.float32]:
-    from llama_cpp import llama_get_logits_ith
-
-    return np.ctypeslib.as_array(llama_get_logits_ith(llama.ctx, -1), shape=(llama.n_vocab(),))

@@ -10,17 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from models.drafts import ModelDraft, PromptLookup, same_vocabulary
+from models.llama_responder import LlamaResponder
 from models.locate import Located, ModelError, locate
+from models.piper import PiperSynthesizer
+from models.piper_stream import StreamingVoice, WholeGraph, release_garbage
 from models.prompt_state import PromptState, warm_with
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
-from pipeline.asr import AsrOptions, WhisperTranscriber
+from models.turn_detector import LlamaTurnDetector
+from models.whisper import WhisperTranscriber
+from pipeline.asr import AsrOptions
 from pipeline.drafts import Drafter
-from pipeline.llm import LlamaResponder, LlmOptions
-from pipeline.piper_stream import StreamingVoice, WholeGraph, release_garbage
+from pipeline.llm import LlmOptions
 from pipeline.stats import DraftStats
-from pipeline.tts import PiperSynthesizer, TtsOptions
-from pipeline.turn_detector import LlamaTurnDetector
+from pipeline.tts import TtsOptions
 from pipeline.workers import CpuLock
 
 if TYPE_CHECKING:

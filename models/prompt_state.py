@@ -10,9 +10,10 @@ Only sequence 0's KV is copied (`llama_state_seq_*`), not the context's logits: 
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import TYPE_CHECKING
+
+from models import llama_internals
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -33,32 +34,20 @@ class PromptState:
     def restore(self, llama: Llama, tokens: list[int]) -> bool:
         """Put the stored KV into `llama`'s fresh context when `tokens` is what it holds;
         False (nothing done) otherwise."""
-        import llama_cpp
-
         with self._lock:
             data, held = self._data, self.tokens
-        if data is None or tokens != held or llama.n_tokens != 0:
+        if data is None or tokens != held:
             return False
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, len(data), 0) == 0:
-            return False
-        llama.input_ids[: len(held)] = held
-        llama.n_tokens = len(held)
-        return True
+        return llama_internals.set_seq_state(llama, data, held)
 
     def store(self, llama: Llama, tokens: list[int]) -> None:
         """Keep `llama`'s KV, which holds exactly `tokens` (once; later calls keep the first)."""
-        import llama_cpp
-
-        if self._data is not None or list(llama._input_ids) != tokens:
+        if self._data is not None or llama_internals.held(llama).tolist() != tokens:
             return
-        size = llama_cpp.llama_state_seq_get_size(llama.ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        if llama_cpp.llama_state_seq_get_data(llama.ctx, buffer, size, 0) != size:
-            return
+        data = llama_internals.seq_state(llama)
         with self._lock:
-            if self._data is None:
-                self._data, self.tokens = bytes(buffer), list(tokens)
+            if self._data is None and data is not None:
+                self._data, self.tokens = data, list(tokens)
 
 
 def warm_with(state: PromptState, llama: Llama, tokens: list[int]) -> None:

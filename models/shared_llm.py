@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from models import llama_internals
 from pipeline.batching import Job, Pick, choose, plan
-from pipeline.llm import _common_prefix
+from pipeline.llm import common_prefix
 from pipeline.stats import DraftStats
 from pipeline.workers import CpuLock, Priority
 
@@ -53,7 +54,6 @@ class SharedLlama:
                  cpu: CpuLock | None = None, batch: int = 512,
                  draft_stats: DraftStats | None = None) -> None:
         import llama_cpp
-        from llama_cpp import _internals
 
         self.llama = llama
         self.cpu = cpu
@@ -69,15 +69,12 @@ class SharedLlama:
         # As a Llama of llama-cpp-python has it (a different attention kernel rounds
         # differently, and greedy decoding follows the rounding where two tokens tie).
         params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        self._ctx = _internals.LlamaContext(model=llama._model, params=params, verbose=False)
-        self._batch = _internals.LlamaBatch(n_tokens=self.batch_tokens, embd=0, n_seq_max=1,
-                                            verbose=False)
+        self._ctx = llama_internals.open_context(llama, params)
+        self._batch = llama_internals.open_batch(self.batch_tokens)
         self.n_vocab = llama.n_vocab()
         self.n_ctx = n_ctx
         self.draft_stats = draft_stats or DraftStats()
-        self._eog = {t for t in range(self.n_vocab)
-                     if llama_cpp.llama_vocab_is_eog(llama._model.vocab, t)} \
-            if self.n_vocab <= 200_000 else {llama.token_eos()}
+        self._eog = llama_internals.end_tokens(llama)
         self._held: dict[int, list[int]] = {0: []}
         """Tokens each sequence's KV holds (0: the shared prompt start)."""
         self._slots: OrderedDict[int, int] = OrderedDict()
@@ -140,14 +137,7 @@ class SharedLlama:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """K and V in f16 for every layer: 2 x layers x (embedding / heads x KV heads) x 2."""
-        import llama_cpp
-
-        model = self.llama._model.model
-        layers = llama_cpp.llama_model_n_layer(model)
-        heads, kv_heads = llama_cpp.llama_model_n_head(model), llama_cpp.llama_model_n_head_kv(model)
-        width = llama_cpp.llama_model_n_embd(model) // max(1, heads) * kv_heads
-        return int(2 * layers * width * 2)
+        return llama_internals.kv_bytes_per_token(self.llama)
 
     def close(self) -> None:
         """Stop after the step in hand; free the context (idempotent)."""
@@ -159,8 +149,8 @@ class SharedLlama:
         if threading.current_thread() is not self._thread:
             self._thread.join(10)
         if not self._thread.is_alive():
-            self._batch.close()  # type: ignore[no-untyped-call]
-            self._ctx.close()  # type: ignore[no-untyped-call]
+            self._batch.close()
+            self._ctx.close()
 
     # -- the decoding thread ----------------------------------------------------------
 
@@ -206,7 +196,7 @@ class SharedLlama:
         """Give the job's conversation a sequence and set what it must read."""
         seq = self._sequence(job.key)
         held = self._held[seq]
-        keep = _common_prefix(held, job.prompt)
+        keep = common_prefix(held, job.prompt)
         if keep == len(job.prompt) and job.generate:
             keep -= 1  # the last prompt token is read again: its logits choose the first
         if keep < len(held):

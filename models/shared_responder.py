@@ -1,7 +1,7 @@
 """One conversation's view of the LLM every conversation shares (models/shared_llm.py).
 
 `SeqResponder` is the `Responder` a conversation uses: the same prompts, tool bias and
-drafts as a llama context of its own (pipeline.llm.LlamaResponder, whose prompt building
+drafts as a llama context of its own (models/llama_responder.py, whose prompt building
 it inherits), submitted as jobs to the shared engine and read back token by token.
 """
 
@@ -10,10 +10,11 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterator, Sequence
 
+from models.llama_responder import LlamaResponder
 from models.shared_llm import END, SharedLlama
 from pipeline.batching import Job
 from pipeline.drafts import TextDraft
-from pipeline.llm import LlamaResponder, LlmOptions, Message
+from pipeline.llm import LlmOptions, Message
 from pipeline.workers import current_priority
 
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.asr import AsrOptions, Transcriber, WhisperTranscriber
+from models.whisper import WhisperTranscriber
+from pipeline.asr import AsrOptions, Transcriber
 from pipeline.audio import read_wav
 from pipeline.events import SAMPLE_RATE, Pcm
 

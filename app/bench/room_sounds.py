@@ -18,9 +18,10 @@ import av
 import numpy as np
 import numpy.typing as npt
 
+from models.piper import PiperSynthesizer
 from pipeline.audio import read_wav, resample
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
-from pipeline.tts import PiperSynthesizer, TtsOptions
+from pipeline.tts import TtsOptions
 
 Float = npt.NDArray[np.float32]
 

@@ -14,8 +14,9 @@ import pytest
 from app.bench.utterances import speak
 from models.load import load_synthesizer
 from models.locate import locate
+from models.piper import PiperSynthesizer
 from pipeline.audio import write_wav
-from pipeline.tts import PiperSynthesizer, TtsOptions
+from pipeline.tts import TtsOptions
 from tests.integration import synthetic
 
 pytestmark = pytest.mark.integration

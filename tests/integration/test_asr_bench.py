@@ -12,9 +12,10 @@ from app.bench.asr import Line, asr_set, bench_asr
 from app.bench.utterances import speak
 from models.load import cpu_threads, load_transcriber
 from models.locate import locate
-from pipeline.asr import AsrOptions, WhisperTranscriber
+from models.piper import PiperSynthesizer
+from models.whisper import WhisperTranscriber
+from pipeline.asr import AsrOptions
 from pipeline.events import SAMPLE_RATE
-from pipeline.tts import PiperSynthesizer
 
 from .conftest import wer
 

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
 from pipeline.integrity import CopyGuard, earlier_replies, words
-from pipeline.llm import LlamaResponder, LlmOptions, Message
+from pipeline.llm import LlmOptions, Message
 from pipeline.reply import Reply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now

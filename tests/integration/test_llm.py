@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
-from pipeline.llm import LlamaResponder, LlmOptions, Message
+from pipeline.llm import LlmOptions, Message
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from app.bench.conversations import parse_conversations
 from app.bench.latency import Utterance
 from app.bench.quality import RunningServer, RunOptions, run_config
 from app.bench.utterances import speak
-from pipeline.tts import PiperSynthesizer
+from models.piper import PiperSynthesizer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

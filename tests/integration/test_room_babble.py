@@ -12,12 +12,13 @@ from app.bench.room_sounds import active_rms, babble, scaled
 from app.bench.utterances import speak
 from models.load import cpu_threads, load_transcriber
 from models.locate import locate
+from models.piper import PiperSynthesizer
 from models.room import room_factory
 from pipeline.asr import AsrOptions, Transcriber
 from pipeline.audio import speech_end_sample
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, Pcm
 from pipeline.room import RoomOptions, Stream
-from pipeline.tts import PiperSynthesizer, first_sound
+from pipeline.tts import first_sound
 from pipeline.vad import Endpointer, VadOptions
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ import pytest
 
 from app.bench.room_sounds import pink_noise
 from models.denoise import load_conditioner
+from models.piper import PiperSynthesizer
 from pipeline.audio import rms_dbfs
 from pipeline.room.conditioning import condition, measure_cost
-from pipeline.tts import PiperSynthesizer
 
 pytestmark = pytest.mark.integration
 

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from app.bench.utterances import speak
+from models.piper import PiperSynthesizer
 from models.room import room_factory
 from pipeline.conversation import ConversationOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, SilenceOnset, SpeechStarted
 from pipeline.room import RoomOptions, Stream
-from pipeline.tts import PiperSynthesizer, first_sound
+from pipeline.tts import first_sound
 from pipeline.vad import Endpointer, VadOptions
 
 pytestmark = pytest.mark.integration

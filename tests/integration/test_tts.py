@@ -7,7 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline.tts import LEAD_KEPT, PiperSynthesizer, first_sound
+from models.piper import PiperSynthesizer
+from pipeline.tts import LEAD_KEPT, first_sound
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,7 @@ def test_a_clause_starts_with_sound_not_pipers_lead_in(voice: PiperSynthesizer, 
 def test_the_embedded_voice_streams_what_piper_would_say_whole(voice: PiperSynthesizer) -> None:
     from piper import SynthesisConfig
 
-    from pipeline.piper_stream import FIRST_FRAMES, StreamingVoice, feeds
+    from models.piper_stream import FIRST_FRAMES, StreamingVoice, feeds
 
     stream = voice.stream
     assert isinstance(stream, StreamingVoice)  # the split was made and passed its check
@@ -68,8 +69,8 @@ def test_a_voice_that_cannot_be_split_is_synthesized_whole(
 ) -> None:
     from piper import PiperVoice
 
+    from models import piper_stream
     from models.locate import locate
-    from pipeline import piper_stream
 
     path = locate("tts").path
     plain = PiperVoice.load(path)  # its own session: the whole graph, as Piper loads it

@@ -6,8 +6,8 @@ import pytest
 
 from models.load import open_turn_detector
 from models.locate import locate
+from models.turn_detector import LlamaTurnDetector
 from pipeline.endpointing import EndpointOptions
-from pipeline.turn_detector import LlamaTurnDetector
 
 pytestmark = pytest.mark.integration
 

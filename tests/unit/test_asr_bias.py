@@ -12,7 +12,8 @@ import pytest
 from faster_whisper import WhisperModel
 
 from app.bench.asr import Heard, TierRun, asr_set, normalise, parse_tiers, report
-from pipeline.asr import DEFAULT_VOCABULARY, bias_prompt, drop_repeats, fit_terms
+from models.whisper import bias_prompt, fit_terms
+from pipeline.asr import DEFAULT_VOCABULARY, drop_repeats
 
 SOT, SOT_PREV, NO_TIMESTAMPS = 50257, 50360, 50362
 

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from models.turn_detector import LlamaTurnDetector
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import Pcm
 from pipeline.speaker import Speaker
-from pipeline.turn_detector import LlamaTurnDetector, normalise
+from pipeline.turn_detector import normalise
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,
