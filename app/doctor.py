@@ -200,6 +200,8 @@ def _read(path: str) -> str:
 
 
 def _llama_info() -> str | None:
+    import models  # noqa: F401  (tunes OpenMP before llama.cpp loads: models/openmp.py)
+
     try:
         import llama_cpp
     except ImportError:

@@ -1,5 +1,4 @@
-"""apace's streaming pipeline: VAD → ASR → turns → LLM → clauses → TTS, one audio format."""
+"""apace's streaming pipeline: VAD → ASR → turns → LLM → clauses → TTS, one audio format.
 
-from pipeline import openmp
-
-openmp.tune()  # before any model library loads libgomp (models/ imports them lazily)
+Orchestration and pure cores: no model library is imported here (models/ wraps them).
+"""

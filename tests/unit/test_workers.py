@@ -333,7 +333,9 @@ def test_openmp_is_tuned_before_the_model_libraries_load_unless_the_user_chose(
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     if preset:
         env["OMP_WAIT_POLICY"] = preset
-    probe = "import os, pipeline.llm; print(os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])"
+    probe = ("import os, pipeline.conversation; tuned = 'GOMP_SPINCOUNT' in os.environ; "
+             "import models.llama_responder; "
+             "print(tuned, os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == [expected, "300000"]
+    assert out == ["False", expected, "300000"]  # the pipeline sets nothing on import
