@@ -168,6 +168,7 @@ class Conversation:
 
     def push(self, frame: AudioFrame) -> None:
         """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
+        self.endpointer.endpoint_ms = self.endpoint_ms
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
                 self.captions.speech_started()
@@ -176,7 +177,6 @@ class Conversation:
                 self.captions.stop()
                 self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
-                self.endpointer.endpoint_ms = self.options.vad.endpoint_ms
                 self._cancel_speculation()
             elif isinstance(event, Endpoint):
                 self._on_endpoint(event)
@@ -232,7 +232,7 @@ class Conversation:
         models = (self.models if text is None
                   else dataclasses.replace(self.models, transcriber=FixedTranscript(text)))
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
-                      self.emit, speculative=speculative, on_transcript=self._adapt_endpoint,
+                      self.emit, speculative=speculative,
                       find_draft=self._draft, clause_options=self.options.clauses,
                       integrity=self.options.integrity,
                       answer_skill=self._answer_skill if self.skills is not None else None,
@@ -293,15 +293,17 @@ class Conversation:
                 return cached
         return self._respeculated
 
-    def _adapt_endpoint(self, reply: Reply, transcript: str, done_logprob: float | None) -> None:
-        """The speculative transcript (and the turn detector's verdict on it, when that
-        comes) decides how long the silence must last."""
-        if self.options.endpoint is None or reply is not self._reply or not reply.speculative:
-            return
-        self.endpointer.endpoint_ms = endpoint_silence_ms(
-            transcript, self.options.vad.endpoint_ms, self.options.endpoint,
-            done_logprob=done_logprob, verdict_pending=reply.judging,
-        )
+    @property
+    def endpoint_ms(self) -> int:
+        """How long the silence must last to end the turn: the speculative reply's
+        transcript, and the turn detector's verdict on it once that is in, decide."""
+        reply, default = self._reply, self.options.vad.endpoint_ms
+        if (self.options.endpoint is None or reply is None or not reply.speculative
+                or reply.transcript is None):
+            return default
+        return endpoint_silence_ms(reply.transcript, default, self.options.endpoint,
+                                   done_logprob=reply.done_logprob,
+                                   verdict_pending=reply.judging)
 
     async def _prefill_next(self, history: list[Message]) -> None:
         """Idle work: a failure here must not end the conversation (it is in its group)."""

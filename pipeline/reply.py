@@ -38,7 +38,6 @@ from pipeline.workers import Gate, ModelWorker, Priority
 log = logging.getLogger(__name__)
 
 Emit = Callable[[str, dict[str, Any]], None]
-OnTranscript = Callable[["Reply", str, "float | None"], None]
 """Called with the transcript as soon as it exists (verdict None), then again with the
 turn detector's verdict (log P(turn over)) when a detector runs."""
 
@@ -104,7 +103,6 @@ class Reply:
     timeline: Timeline
     emit: Emit
     speculative: bool
-    on_transcript: OnTranscript | None = None
     clause_options: ClauseOptions | None = None
     find_draft: Callable[[str], str | None] | None = None
     """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
@@ -207,8 +205,6 @@ class Reply:
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
         self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
-        if self.on_transcript is not None:
-            self.on_transcript(self, self.transcript, None)
         if not self.transcript:
             return
         if self.answer_skill is not None:
@@ -243,8 +239,6 @@ class Reply:
             log.exception("turn detector failed")
         self.judging = False
         self._verdict_in.set()
-        if self.on_transcript is not None:
-            self.on_transcript(self, self.transcript, self.done_logprob)
 
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
         splitter = ClauseSplitter(self.clause_options)

@@ -74,7 +74,7 @@ async def test_a_complete_speculative_transcript_shortens_the_endpoint(workers: 
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the endpoint shortened")
+        await until(lambda: conv.endpoint_ms == 100, what="the endpoint shortened")
         await mic.send(False, 100 // 20 - ONSET_FRAMES)
         assert conv.speculation.committed == 1
         assert TEST_VAD.endpoint_ms > 100
@@ -92,12 +92,12 @@ async def test_a_trailing_transcript_survives_a_pause_longer_than_the_default(
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: conv.endpointer.endpoint_ms == 600, what="the endpoint lengthened")
+        await until(lambda: conv.endpoint_ms == 600, what="the endpoint lengthened")
         await mic.send(False, TEST_VAD.endpoint_ms // 20)  # past the fixed endpoint
         assert conv.speculation.committed == 0 and conv.endpointer.speaking
         await mic.send(True, 10)  # "ten minutes"
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the endpoint shortened")
+        await until(lambda: conv.endpoint_ms == 100, what="the endpoint shortened")
         await mic.send(False, 5)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert conv.turns[0].transcript == "Set a timer for ten minutes."
@@ -117,12 +117,12 @@ async def test_a_fragment_whisper_calls_a_question_waits_for_the_rest(workers: W
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: conv.endpointer.endpoint_ms == 600, what="the endpoint lengthened")
+        await until(lambda: conv.endpoint_ms == 600, what="the endpoint lengthened")
         await mic.send(False, 400 // 20)  # longer than the '?' rule's 100 ms, and the default
         assert conv.speculation.committed == 0 and conv.endpointer.speaking
         await mic.send(True, 10)  # "of Spain"
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the endpoint shortened")
+        await until(lambda: conv.endpoint_ms == 100, what="the endpoint shortened")
         await mic.send(False, 5)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert conv.turns[0].transcript == "What is the capital of Spain?"
@@ -144,8 +144,8 @@ async def test_punctuation_alone_does_not_end_the_turn_while_the_verdict_is_pend
         await mic.send(False, ONSET_FRAMES)
         await until(lambda: bool(models.transcriber.calls), what="the transcript")
         await asyncio.sleep(0.05)
-        assert conv.endpointer.endpoint_ms == TEST_VAD.endpoint_ms  # not the '?' rule's 100
-        await until(lambda: conv.endpointer.endpoint_ms == 100, what="the verdict")
+        assert conv.endpoint_ms == TEST_VAD.endpoint_ms  # not the '?' rule's 100
+        await until(lambda: conv.endpoint_ms == 100, what="the verdict")
         await mic.send(False, 100 // 20)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert conv.turns[0].transcript == "Can you tell me a joke?"
