@@ -38,8 +38,6 @@ from pipeline.workers import Gate, ModelWorker, Priority
 log = logging.getLogger(__name__)
 
 Emit = Callable[[str, dict[str, Any]], None]
-"""Called with the transcript as soon as it exists (verdict None), then again with the
-turn detector's verdict (log P(turn over)) when a detector runs."""
 
 
 @dataclass(frozen=True)
