@@ -49,9 +49,11 @@ bench: venv
 	$(BIN)/apace bench $(APACE_ARGS)
 
 ## make bench-batching — what batching buys the shared LLM on this box (tokens/s for 1, 2
-## and 4 replies at once; LLM=qwen2.5-coder-0.5b to choose the model).
+## and 4 replies at once; LLM=qwen2.5-coder-0.5b to choose the model) and Whisper (2 and 3
+## utterances due together, one batch against one at a time; ASR=whisper-base to choose).
 bench-batching: venv
 	$(BIN)/python -m app.bench.batching $(LLM)
+	$(BIN)/python -m app.bench.asr_batching $(ASR)
 
 ## make bench-cluster — what a cluster's ingress adds to connection set-up (a one-machine
 ## Ray cluster against a single box; docs/cluster.md).

@@ -51,6 +51,10 @@ class EngineCollector(Collector):
         yield _counter("apace_barge_ins", "Replies the user interrupted.", stats["barge_ins"])
         yield _counter("apace_llm_tokens", "LLM tokens generated for finished turns.",
                        stats["llm_tokens"])
+        yield _counter("apace_asr_batches", "Transcriptions run as one batch of several "
+                       "conversations' jobs due together.", stats["asr_batches"])
+        yield _counter("apace_asr_batched_jobs", "Transcription jobs run in those batches.",
+                       stats["asr_batched_jobs"])
         speculation = stats["speculation"]
         outcomes = CounterMetricFamily(
             "apace_speculation", "Speculative replies started at silence onset, by outcome.",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -98,39 +98,71 @@ class WhisperTranscriber:
 
     def transcribe(self, pcm: Pcm, context: str = "") -> str:
         audio = pcm.astype(np.float32) / 32768.0
-        seconds = len(audio) / SAMPLE_RATE
-        window = next((w for w in sorted(self.options.windows_s) if w >= seconds + 0.1), None)
+        window = self._window(len(audio))
         if window is None:
             return self._transcribe_long(audio)
-        return self._transcribe_window(audio, window, self.prompt(context))
+        return self._transcribe_windows([audio], window, [self.prompt(context)])[0]
 
-    def _transcribe_window(self, audio: np.ndarray, window_s: int, prompt: list[int]) -> str:
+    def transcribe_many(self, pcms: Sequence[Pcm]) -> list[str]:
+        """Several utterances, each transcribed as `transcribe` would, those that take the
+        same encoder window in one encoder and decoder batch (pipeline/ear.py batches jobs
+        of several conversations that are due together; `make bench-batching` measures
+        what a batch saves)."""
+        audios = [pcm.astype(np.float32) / 32768.0 for pcm in pcms]
+        texts = [""] * len(audios)
+        by_window: dict[int | None, list[int]] = {}
+        for i, audio in enumerate(audios):
+            by_window.setdefault(self._window(len(audio)), []).append(i)
+        for window, group in by_window.items():
+            if window is None:
+                for i in group:
+                    texts[i] = self._transcribe_long(audios[i])
+                continue
+            done = self._transcribe_windows([audios[i] for i in group], window,
+                                            [self.prompt("")] * len(group))
+            for i, text in zip(group, done, strict=True):
+                texts[i] = text
+        return texts
+
+    def _window(self, samples: int) -> int | None:
+        """The smallest encoder window (s) that holds `samples`; None: longer than all."""
+        seconds = samples / SAMPLE_RATE
+        return next((w for w in sorted(self.options.windows_s) if w >= seconds + 0.1), None)
+
+    def _transcribe_windows(self, audios: Sequence[np.ndarray], window_s: int,
+                            prompts: list[list[int]]) -> list[str]:
         import ctranslate2
 
         start = time.perf_counter()
-        features = self.model.feature_extractor(audio)[:, :-1]
         frames = window_s * 100  # 10 ms hop
-        features = np.pad(features, ((0, 0), (0, max(0, frames - features.shape[1]))))
-        batch = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None, :, :frames]))
-        encoded = self.model.model.encode(batch, to_cpu=False)
+        features = np.stack([self._features(audio, frames) for audio in audios])
+        encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features),
+                                          to_cpu=False)
         encoded_at = time.perf_counter()
-        seconds = len(audio) / SAMPLE_RATE
+        seconds = max(len(audio) for audio in audios) / SAMPLE_RATE
         # max_length counts the prompt: the plain prompt keeps its old cap, a longer one
         # gets its extra tokens on top, so biasing never shortens a transcript.
         cap = min(224, 8 + math.ceil(seconds * self.options.tokens_per_second))
-        result: Any = self.model.model.generate(
+        results: list[Any] = self.model.model.generate(
             encoded,
-            [prompt],
+            prompts,
             beam_size=self.options.beam_size,
-            max_length=cap + len(prompt) - len(self._plain),
+            max_length=cap + max(map(len, prompts)) - len(self._plain),
             suppress_blank=True,
             suppress_tokens=[-1],
             return_scores=True,
             return_no_speech_prob=True,
-        )[0]
+        )
         self.last_timing = AsrTiming(window_s, (encoded_at - start) * 1000,
-                                     (time.perf_counter() - encoded_at) * 1000, len(prompt))
-        return self._text(result, biased=prompt != self._plain)
+                                     (time.perf_counter() - encoded_at) * 1000, len(prompts[0]))
+        return [self._text(result, biased=prompt != self._plain)
+                for result, prompt in zip(results, prompts, strict=True)]
+
+    def _features(self, audio: np.ndarray, frames: int) -> np.ndarray:
+        """Log-mel features of `audio`, padded or cut to `frames` (the encoder's window)."""
+        features = self.model.feature_extractor(audio)[:, :-1]
+        features = np.pad(features, ((0, 0), (0, max(0, frames - features.shape[1]))))
+        return np.ascontiguousarray(features[:, :frames])
 
     def _text(self, result: Any, *, biased: bool) -> str:
         tokens = [t for t in result.sequences_ids[0] if t < self._tokenizer.eot]

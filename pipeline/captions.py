@@ -56,9 +56,7 @@ class Captions:
     async def _caption(self, audio: Any) -> None:
         conv = self.conversation
         models = conv.models
-        text = await models.asr_worker.run(
-            models.transcriber.transcribe, audio, priority=Priority.BACKGROUND
-        )
+        text = await models.hear(audio, Priority.BACKGROUND)
         if not text or not conv.endpointer.speaking:
             return
         conv.emit("transcript", {"text": text, "final": False})

@@ -230,7 +230,8 @@ class Conversation:
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
         models = (self.models if text is None
-                  else dataclasses.replace(self.models, transcriber=FixedTranscript(text)))
+                  else dataclasses.replace(self.models, transcriber=FixedTranscript(text),
+                                      ear=None))
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative,
                       find_draft=self._draft, clause_options=self.options.clauses,

@@ -18,6 +18,7 @@ import numpy as np
 from pipeline.asr import Transcriber
 from pipeline.caches import CachedSynthesizer, ReplyCache
 from pipeline.conversation import Conversation, ConversationOptions, Turn
+from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
 from pipeline.reply import Emit, Models
@@ -77,6 +78,8 @@ class Engine:
         """Closes the LLM every conversation shares; it schedules its own CPU, so the
         conversations' LLM workers only wait for it."""
         self.asr_worker = ModelWorker("asr", self.cpu)
+        self.ear = Ear(transcriber, self.asr_worker, stats=self.stats)
+        """Every conversation's transcription: jobs due together go as one batch."""
         self.tts_worker = ModelWorker("tts", self.cpu)
         self.detector = detector
         self.detector_worker = ModelWorker("turn", self.cpu) if detector is not None else None
@@ -91,7 +94,7 @@ class Engine:
     async def warm(self) -> None:
         """Exercise ASR and TTS once so that no user pays for first-call set-up."""
         noise = (np.random.default_rng(0).standard_normal(SAMPLE_RATE) * 300).astype(np.int16)
-        await self.asr_worker.run(self.transcriber.transcribe, noise, priority=Priority.BACKGROUND)
+        await self.ear.transcribe(noise, priority=Priority.BACKGROUND)
         await self.tts_worker.run(
             lambda: list(self.synthesizer.synthesize("Hello there.")), priority=Priority.BACKGROUND
         )
@@ -114,7 +117,8 @@ class Engine:
             opened = await llm_worker.run(self.open_responder, priority=Priority.BACKGROUND)
             await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
-                            self.synthesizer, self.tts_worker, self.detector, self.detector_worker)
+                            self.synthesizer, self.tts_worker, self.detector,
+                            self.detector_worker, ear=self.ear)
             timers = Timers() if self.skills is not None else None
             skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
                       if timers is not None and self.skills is not None else None)

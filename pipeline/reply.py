@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.asr import Transcriber
 from pipeline.clauses import ClauseOptions, ClauseSplitter
+from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
 from pipeline.integrity import (
     CopyGuard,
@@ -52,6 +53,18 @@ class Models:
     tts_worker: ModelWorker
     detector: TurnDetector | None = None
     detector_worker: ModelWorker | None = None
+    ear: Ear | None = None
+    """Transcription on `asr_worker`, shared by every conversation of an engine so that
+    jobs due together go as one batch (pipeline/ear.py); None: one of these models' own."""
+
+    def __post_init__(self) -> None:
+        if self.ear is None:
+            object.__setattr__(self, "ear", Ear(self.transcriber, self.asr_worker))
+
+    async def hear(self, pcm: Pcm, priority: Priority) -> str:
+        """`pcm`'s transcript, from the ASR worker."""
+        assert self.ear is not None
+        return await self.ear.transcribe(pcm, priority=priority)
 
 
 @dataclass
@@ -197,9 +210,7 @@ class Reply:
         in the speaker for the caller to clear.
         """
         models = self.models
-        self.transcript = await models.asr_worker.run(
-            models.transcriber.transcribe, self.audio, priority=self.priority
-        )
+        self.transcript = await models.hear(self.audio, self.priority)
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
         self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None

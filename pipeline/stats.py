@@ -51,6 +51,10 @@ class EngineStats:
     tts_cache: CacheStats = field(default_factory=CacheStats)
     reply_cache: CacheStats = field(default_factory=CacheStats)
     draft: DraftStats = field(default_factory=DraftStats)
+    asr_batches: int = 0
+    """Transcription batches of more than one job (pipeline/ear.py)."""
+    asr_batched_jobs: int = 0
+    """Jobs that ran in those batches."""
 
     def snapshot(self) -> dict[str, Any]:
         out = asdict(self)

@@ -53,6 +53,22 @@ def test_a_second_of_low_noise_is_still_heard_as_nothing(biased: WhisperTranscri
     assert plain.transcribe(noise) == ""
 
 
+def test_a_batch_hears_each_utterance_as_it_would_be_heard_alone(
+        voice: PiperSynthesizer) -> None:
+    """Jobs of several conversations due together (pipeline/ear.py): one batch per encoder
+    window, each transcript the one `transcribe` gives; noise stays nothing in a batch."""
+    whisper = load_transcriber(locate("asr").path, "cpu", "int8", cpu_threads(0), AsrOptions())
+    noise = np.random.default_rng(7).normal(0, 100, SAMPLE_RATE).astype(np.int16)
+    clips = [speak(voice, "What is the capital of Spain?", lead_s=0.3, trail_s=0.3),
+             noise,
+             speak(voice, "Set a timer for ten minutes.", lead_s=0.3, trail_s=0.3),
+             speak(voice, "How many legs does a spider have?", lead_s=0.3, trail_s=11)]
+    alone = [whisper.transcribe(pcm) for pcm in clips]
+    assert alone[1] == "" and all(alone[i] for i in (0, 2, 3))
+    assert whisper.transcribe_many(clips) == alone
+    assert whisper.last_timing is not None and whisper.last_timing.window_s == 20  # its own
+
+
 def test_asr_bench_reports_a_table_from_three_utterances(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = [*asr_set()[:2], Line("Is this year a leap year?", held_out=True)]

@@ -129,7 +129,7 @@ def _families(metrics: Metrics) -> dict[str, dict[tuple[str, tuple[tuple[str, st
 
 
 def test_metrics_histograms_count_recorded_turns_and_counters_read_engine_stats() -> None:
-    stats = EngineStats(turns=2, barge_ins=1)
+    stats = EngineStats(turns=2, barge_ins=1, asr_batches=3, asr_batched_jobs=7)
     stats.speculation.committed, stats.speculation.cancelled = 3, 1
     stats.tts_cache.hits, stats.tts_cache.misses = 5, 2
     metrics = Metrics(stats.snapshot, lambda: 1, lambda: 4.0)
@@ -144,6 +144,8 @@ def test_metrics_histograms_count_recorded_turns_and_counters_read_engine_stats(
     assert found["apace_ttft_seconds"][("apace_ttft_seconds_sum", ())] == pytest.approx(0.4)
     assert found["apace_turns"][("apace_turns_total", ())] == 2
     assert found["apace_barge_ins"][("apace_barge_ins_total", ())] == 1
+    assert found["apace_asr_batches"][("apace_asr_batches_total", ())] == 3
+    assert found["apace_asr_batched_jobs"][("apace_asr_batched_jobs_total", ())] == 7
     assert found["apace_speculation"][
         ("apace_speculation_total", (("outcome", "cancelled"),))] == 1
     assert found["apace_cache_hits"][("apace_cache_hits_total", (("cache", "tts"),))] == 5

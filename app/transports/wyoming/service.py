@@ -123,8 +123,8 @@ class Listening:
         self.speculated += 1
         self._run, self.stale = 0, False
         engine = self.engine
-        self.speculation = asyncio.create_task(engine.asr_worker.run(
-            engine.transcriber.transcribe, audio, priority=Priority.SPECULATIVE))
+        self.speculation = asyncio.create_task(
+            engine.ear.transcribe(audio, priority=Priority.SPECULATIVE))
 
     async def finish(self) -> str:
         """The transcript: the speculation's when the audio stayed silent after it, else
@@ -138,8 +138,7 @@ class Listening:
             return (await speculation).strip()
         audio = np.concatenate(self.frames) if self.frames else np.zeros(0, np.int16)
         engine = self.engine
-        text = await engine.asr_worker.run(engine.transcriber.transcribe, audio,
-                                           priority=Priority.CONFIRMED)
+        text = await engine.ear.transcribe(audio, priority=Priority.CONFIRMED)
         return text.strip()
 
     def cancel(self) -> None:

@@ -1,0 +1,118 @@
+"""One ear for every conversation: transcription jobs on the shared ASR worker, and those
+due together transcribed as one batch.
+
+Two people finishing a sentence at the same moment each need Whisper at once. One after
+the other, the second waits for the first; as one encoder + decoder batch (a
+transcriber's `transcribe_many(pcms)`, where it has one) both are ready sooner than the second would be —
+measured on a 2-core CPU with tiny.en by `make bench-batching` (README, "Many
+conversations"). A job takes into its batch the jobs already waiting whose priority class
+is its own or near it (a confirmed turn and a speculation, never a background caption:
+that would hold a turn back), up to `max_batch`. Each caller resolves when its own
+transcript is ready, whichever job carried it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.asr import Transcriber
+from pipeline.events import Pcm
+from pipeline.stats import EngineStats
+from pipeline.workers import ModelWorker, Priority
+
+
+@dataclass(eq=False)
+class _Job:
+    pcm: Pcm
+    priority: Priority
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[str]
+    taken: bool = field(default=False)
+
+
+class Ear:
+    """Transcription for every conversation of an engine, on its one ASR worker."""
+
+    def __init__(self, transcriber: Transcriber, worker: ModelWorker, max_batch: int = 2,
+                 stats: EngineStats | None = None) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
+        self.transcriber = transcriber
+        self.worker = worker
+        self._many = getattr(transcriber, "transcribe_many", None)
+        self.max_batch = max_batch if self._many is not None else 1
+        self._waiting: list[_Job] = []
+        self._lock = threading.Lock()
+        self.stats = stats or EngineStats()
+        """`asr_batches` and `asr_batched_jobs` count the batches of more than one job."""
+
+    async def transcribe(self, pcm: Pcm, *, priority: Priority = Priority.CONFIRMED) -> str:
+        """`pcm`'s transcript. Cancel-safe: a job not yet taken is dropped."""
+        loop = asyncio.get_running_loop()
+        job = _Job(pcm, priority, loop, loop.create_future())
+        with self._lock:
+            self._waiting.append(job)
+        run: asyncio.Future[Any] = asyncio.ensure_future(
+            self.worker.run(self._serve, job, priority=priority))
+        try:
+            # A job carried by another's batch is done before its own turn on the worker.
+            waits: list[asyncio.Future[Any]] = [job.future, run]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if not job.future.done():
+                await run  # its own turn came: the result is set (or it raised)
+            return await job.future
+        finally:
+            run.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await run
+            with self._lock:
+                if job in self._waiting:
+                    self._waiting.remove(job)
+
+    def _serve(self, job: _Job) -> None:
+        """In the worker: transcribe `job` and the jobs waiting that may join it."""
+        batch = self._take(job)
+        if not batch:
+            return  # another job's batch carried it
+        try:
+            if len(batch) == 1:
+                texts = [self.transcriber.transcribe(job.pcm)]
+            else:
+                assert self._many is not None
+                texts = self._many([j.pcm for j in batch])
+                self.stats.asr_batches += 1  # only this worker's thread writes them
+                self.stats.asr_batched_jobs += len(batch)
+        except Exception as error:
+            for each in batch:
+                each.loop.call_soon_threadsafe(_settle, each.future, None, error)
+            return
+        for each, text in zip(batch, texts, strict=True):
+            each.loop.call_soon_threadsafe(_settle, each.future, text, None)
+
+    def _take(self, job: _Job) -> list[_Job]:
+        with self._lock:
+            if job.taken:
+                return []
+            urgent = job.priority < Priority.BACKGROUND
+            mates = [j for j in self._waiting if j is not job and not j.taken
+                     and (j.priority < Priority.BACKGROUND) == urgent
+                     and not j.future.done()][: self.max_batch - 1]
+            batch = [job, *mates]
+            for each in batch:
+                each.taken = True
+                if each in self._waiting:
+                    self._waiting.remove(each)
+            return batch
+
+
+def _settle(future: asyncio.Future[str], text: str | None, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(text or "")
