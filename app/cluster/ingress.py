@@ -42,9 +42,9 @@ OFFER_TIMEOUT_S = 10.0
 BOOK_TIMEOUT_S = 5.0
 """The placement actor answers in a millisecond; this long means it is being restarted."""
 POLL_S = 1.0
+"""How often the merged dashboard feed asks the nodes for new turns."""
 SEEN_TURNS = 10_000
 """Turns the merged feed remembers having pushed (far more than the nodes keep)."""
-"""How often the merged dashboard feed asks the nodes for new turns."""
 
 
 @dataclass
