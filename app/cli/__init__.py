@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    from app.runtime import Settings
+    from app.runtime import EngineOptions, Settings
 
     try:
         vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
@@ -65,8 +65,6 @@ def settings_from(args: argparse.Namespace) -> Any:
                          " / --vad-floor-db)") from None
     if args.threads < 0:
         raise UsageError("--threads must be 0 (all cores) or a positive number")
-    if not 1 <= args.llm_sequences <= 63:
-        raise UsageError("--llm-sequences must be 1-63")
     # 0: every core, as for the other models (the models take turns on the CPU).
     llm = LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
                      gpu_layers=args.llm_gpu_layers,
@@ -85,6 +83,15 @@ def settings_from(args: argparse.Namespace) -> Any:
                                      copy_guard=not args.no_copy_guard)
     except ValueError as error:
         raise UsageError(f"{error} (check --max-sentences / --history-exchanges)") from None
+    try:
+        engine = EngineOptions(tts_cache=not args.no_tts_cache, reply_cache=not args.no_drafts,
+                               turn_detector=not args.no_turn_detector,
+                               share_cpu=not args.no_cpu_turns, skills=not args.no_skills,
+                               denoiser=None if args.denoiser == "off" else args.denoiser,
+                               shared_llm=not args.no_shared_llm,
+                               llm_sequences=args.llm_sequences, data_dir=args.data_dir)
+    except ValueError as error:
+        raise UsageError(f"{error} (check --llm-sequences)") from None
     return Settings(
         models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
                            tts=args.tts_voice,
@@ -103,16 +110,8 @@ def settings_from(args: argparse.Namespace) -> Any:
             room=RoomOptions(enabled=not args.no_room_gate,
                              always_suppress=args.always_denoise),
         ),
-        denoiser=None if args.denoiser == "off" else args.denoiser,
         tts=TtsOptions(stream=not args.no_tts_stream),
-        tts_cache=not args.no_tts_cache,
-        reply_cache=not args.no_drafts,
-        turn_detector=not args.no_turn_detector,
-        share_cpu=not args.no_cpu_turns,
-        skills=not args.no_skills,
-        data_dir=args.data_dir,
-        shared_llm=not args.no_shared_llm,
-        llm_sequences=args.llm_sequences,
+        engine=engine,
     )
 
 
