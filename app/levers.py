@@ -3,8 +3,9 @@ name in `apace bench --ablate`.
 
 `serve`, `talk`, `wyoming` and `cluster serve` register the flags from `LEVERS`
 (`add_flags`), `settings_from` applies them (`apply`), `apace bench --ablate` runs each
-lever off (`ablations`). A new lever is the option it sets (and its use) and one entry
-here.
+lever off (`ablations`), and the README's lever table is `readme_table()` (a unit test
+keeps them equal). A new lever is the option it sets (and its use), one entry here, and
+the README's table made again (`python -m app.levers`).
 
 An option is named by its path in `app.runtime.Settings`, e.g. `conversation.speculate`.
 """
@@ -168,6 +169,18 @@ def ablations(table: Sequence[Lever] | None = None) -> list[tuple[str, list[str]
     return [("all-off", [flag for _, flags in each for flag in flags]), *each]
 
 
+def readme_table(table: Sequence[Lever] | None = None) -> str:
+    """The README's lever table (markdown)."""
+    rows = ["| lever | flag | what the flag does | `apace bench --ablate` |", "|---|---|---|---|"]
+    for lever in _levers(table):
+        text = lever.help.replace("%(default)s", str(getattr(lever, "default", None)))
+        off = lever.off
+        bench = "—" if off is None else f"`no-{lever.name}`" + (
+            f" (`{' '.join(off)}`)" if len(off) > 1 else "")
+        rows.append(f"| {lever.name} | `{lever.usage}` | {text} | {bench} |")
+    return "\n".join(rows) + "\n"
+
+
 def _levers(table: Sequence[Lever] | None) -> Sequence[Lever]:
     return LEVERS if table is None else table  # read at call time: tests swap LEVERS
 
@@ -175,3 +188,6 @@ def _levers(table: Sequence[Lever] | None) -> Sequence[Lever]:
 def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
+
+if __name__ == "__main__":
+    print(readme_table(), end="")

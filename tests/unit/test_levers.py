@@ -1,11 +1,12 @@
-"""The lever table (app/levers.py) drives the CLI's flags, the Settings they make and the
-bench's ablations."""
+"""The lever table (app/levers.py) drives the CLI's flags, the Settings they make, the
+bench's ablations and the README's lever table."""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from app.cli.errors import UsageError
 from app.levers import LEVERS, Lever, Setting, Switch
 from app.runtime import EngineOptions, Settings
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 SAMPLE = {"--draft-model": "draft.gguf"}  # a value for a setting the bench does not ablate
 
 
@@ -159,6 +161,27 @@ def test_setting_a_nested_option_copies_and_validates_each_level() -> None:
     assert settings.conversation.vad.speech_floor_db != 0.0  # frozen: a copy
     with pytest.raises(ValueError, match="speech_floor_db"):
         levers.set_option(settings, "conversation.vad.speech_floor_db", 91.0)
+
+
+def _readme_levers() -> str:
+    text = README.read_text()
+    start = text.index("<!-- levers:")
+    start = text.index("\n", start) + 1
+    return text[start:text.index("<!-- /levers -->", start)]
+
+
+def test_every_lever_is_in_the_readme_table_and_every_row_is_a_lever() -> None:
+    rows = [line for line in _readme_levers().splitlines() if line.startswith("| ")][1:]
+    assert [row.split("|")[1].strip() for row in rows] == [lever.name for lever in LEVERS]
+    flags = {re.match(r"`(--[\w-]+)", row.split("|")[2].strip()).group(1)  # type: ignore[union-attr]
+             for row in rows}
+    assert flags == {lever.flag for lever in LEVERS}
+
+
+def test_the_readme_lever_table_is_the_one_the_table_makes() -> None:
+    assert _readme_levers() == levers.readme_table(), (
+        "README.md's lever table is out of date: paste `python -m app.levers` between its"
+        " <!-- levers --> markers")
 
 
 def test_a_setting_without_its_flag_leaves_the_option_alone() -> None:
