@@ -32,15 +32,17 @@ from pipeline.workers import CpuLock
 log = logging.getLogger(__name__)
 
 
+DENOISERS = ("webrtc", "rnnoise", None)
+
+
 @dataclass(frozen=True, kw_only=True)
-class Settings:
-    models: ModelChoice = field(default_factory=ModelChoice)
-    asr: AsrOptions = field(default_factory=AsrOptions)
-    llm: LlmOptions = field(default_factory=LlmOptions)
-    tts: TtsOptions = field(default_factory=TtsOptions)
-    conversation: ConversationOptions = field(default_factory=ConversationOptions)
+class EngineOptions:
+    """How the engine around the models is built: its caches, helpers and sharing."""
+
     tts_cache: bool = True
+    """Replay the audio of a clause spoken before (pipeline.caches.CachedSynthesizer)."""
     reply_cache: bool = True
+    """Offer a verified reply cache's entry to the LLM as a draft (pipeline.caches)."""
     turn_detector: bool = True
     """Ask a small LM whether the user has finished (pipeline.turn_detector)."""
     share_cpu: bool = True
@@ -58,11 +60,30 @@ class Settings:
     data_dir: str | None = None
     """Where the shopping list and notes persist (None: pipeline.skills.lists default)."""
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.llm_sequences <= 63:
+            raise ValueError(f"llm_sequences must be 1-63, got {self.llm_sequences}")
+        if self.denoiser not in DENOISERS:
+            raise ValueError(f"denoiser must be webrtc, rnnoise or None, got {self.denoiser!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything `build_engine` needs (the CLI makes one from its flags: settings_from)."""
+
+    models: ModelChoice = field(default_factory=ModelChoice)
+    asr: AsrOptions = field(default_factory=AsrOptions)
+    llm: LlmOptions = field(default_factory=LlmOptions)
+    tts: TtsOptions = field(default_factory=TtsOptions)
+    conversation: ConversationOptions = field(default_factory=ConversationOptions)
+    engine: EngineOptions = field(default_factory=EngineOptions)
+
 
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     """Locate and load every model (raises ModelError with the fix if one is unusable)."""
     located = settings.models.resolve()
-    if not settings.turn_detector or settings.conversation.endpoint is None:
+    options = settings.engine
+    if not options.turn_detector or settings.conversation.endpoint is None:
         located.pop("turn")  # a fixed endpoint has no use for a verdict
     threads = cpu_threads(settings.models.threads)
     started = time.perf_counter()
@@ -75,10 +96,10 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     llm_options = settings.llm
 
     engine: Engine | None = None
-    cpu = CpuLock() if settings.share_cpu else None
+    cpu = CpuLock() if options.share_cpu else None
     shared = None
-    if settings.shared_llm and not llm_options.draft_model and not llm_options.prompt_lookup:
-        shared = open_shared(llm_path, llm_options, sequences=settings.llm_sequences + 1, cpu=cpu)
+    if options.shared_llm and not llm_options.draft_model and not llm_options.prompt_lookup:
+        shared = open_shared(llm_path, llm_options, sequences=options.llm_sequences + 1, cpu=cpu)
 
     states = (PromptState(), PromptState())  # the LLM's and the draft's prompt starts
 
@@ -99,15 +120,15 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
         probe.close()
     # Under the CPU lock nothing runs beside it, so it may use every core; without the
     # lock it runs beside the responder and gets one thread (two would stall both).
-    detector = (open_turn_detector(located["turn"].path, threads if settings.share_cpu else 1)
+    detector = (open_turn_detector(located["turn"].path, threads if options.share_cpu else 1)
                 if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
-    make_room = room_factory(settings.conversation.room, denoiser=settings.denoiser)
-    skills, store = _skills(settings) if settings.skills else (None, None)
+    make_room = room_factory(settings.conversation.room, denoiser=options.denoiser)
+    skills, store = _skills(options.data_dir) if options.skills else (None, None)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
-                    tts_cache=settings.tts_cache, reply_cache=settings.reply_cache,
+                    tts_cache=options.tts_cache, reply_cache=options.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
-                    share_cpu=settings.share_cpu, skills=skills, store=store,
+                    share_cpu=options.share_cpu, skills=skills, store=store,
                     make_room=make_room, cpu=cpu,
                     shared_llm=shared.close if shared is not None else None,
                     llm_memory=shared.memory if shared is not None else None)
@@ -116,7 +137,7 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     return engine, located
 
 
-def _skills(settings: Settings) -> tuple[list[Skill], ListStore]:
+def _skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from pipeline.skills.clock import ClockSkill
@@ -126,7 +147,7 @@ def _skills(settings: Settings) -> tuple[list[Skill], ListStore]:
     from pipeline.skills.social import SocialSkill
     from pipeline.skills.spell import SpellSkill
 
-    folder = Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()
+    folder = Path(data_dir).expanduser() if data_dir else default_data_dir()
     store = ListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked

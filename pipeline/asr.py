@@ -61,6 +61,11 @@ class AsrOptions:
     measured <= 0.32 on 368 speech clips (clean and 5-20 dB SNR pink noise), >= 0.42 on
     81 noise clips (white, pink, brown, hum, clicks), tiny.en and base alike."""
 
+    def __post_init__(self) -> None:
+        if not self.windows_s or not all(1 <= window <= 30 for window in self.windows_s):
+            # faster-whisper pads to 30 s: no window holds more.
+            raise ValueError(f"Whisper windows must be 1-30 seconds, got {self.windows_s}")
+
 
 @dataclass(frozen=True)
 class AsrTiming:

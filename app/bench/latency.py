@@ -4,7 +4,7 @@ A real aiortc client plays spoken questions at real-time pace into `apace serve`
 connection, several turns, so KV reuse counts — and measures TTFA on its own clock: from
 the end of speech in the audio it sent to the first reply audio with real energy it
 received. The server's own timelines come with each turn. `--ablate` runs, in the same
-run, the whole engine off and each latency lever off in turn.
+run, the whole engine off and each latency lever off in turn (app/levers.py).
 """
 
 from __future__ import annotations
@@ -20,25 +20,12 @@ from typing import Any
 import numpy as np
 
 from app.client import Client
+from app.levers import ablations
 from app.process import ServerProcess
 from app.transports.realtime.client import BenchClient, RealtimeClient
 from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import Pcm
 
-LEVERS: dict[str, list[str]] = {
-    "speech-floor": ["--vad-floor-db", "0"],
-    "speculation": ["--no-speculate"],
-    "adaptive-endpoint": ["--fixed-endpoint"],
-    "turn-detector": ["--no-turn-detector"],
-    "asr-window": ["--asr-window", "30"],
-    "kv-reuse": ["--no-kv-reuse"],
-    "first-clause": ["--sentence-clauses"],
-    "tts-stream": ["--no-tts-stream"],
-    "drafts": ["--no-drafts"],
-    "captions": ["--no-captions"],
-    "caption-prefill": ["--no-caption-prefill"],
-    "cpu-turns": ["--no-cpu-turns"],
-}
 PAUSED = [  # (question, words after which the speaker pauses to think)
     ("Set a timer for ten minutes.", "for"),
     ("What is the capital of Spain?", "of"),
@@ -216,8 +203,7 @@ def bench(*, url: str | None, ablate: bool, folder: Path | None, rounds: int, ou
     utterances, paused = make_utterances(folder, rounds)
     configs: list[tuple[str, list[str]]] = [("all-on", [])]
     if ablate:
-        configs.append(("all-off", [flag for flags in LEVERS.values() for flag in flags]))
-        configs += [(f"no-{lever}", flags) for lever, flags in LEVERS.items()]
+        configs += ablations()  # all-off, then each lever off (app/levers.py)
     results = []
     for name, flags in configs:
         print(f"bench: {name} {' '.join(flags)}", flush=True)

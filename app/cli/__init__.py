@@ -1,4 +1,5 @@
-"""The `apace` command line: talk, models, serve, wyoming, doctor (bench: app/cli/bench.py)."""
+"""The `apace` command line: talk, models, serve, wyoming, doctor (bench: app/cli/bench.py;
+the engine's flags: app/cli/engine.py)."""
 
 from __future__ import annotations
 
@@ -13,24 +14,15 @@ from typing import Any
 
 from app.cli.bench import bench_flags
 from app.cli.cluster import cluster_parser
+from app.cli.engine import engine_flags, model_flags, settings_from
 from app.cli.errors import UsageError
 from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, store_dir
-from models.load import ModelChoice
 from models.locate import SPECS, ModelError, config_path, locate, tier_path
-from pipeline.asr import AsrOptions
 from pipeline.audio import AudioError, write_wav
-from pipeline.clauses import ClauseOptions
-from pipeline.conversation import ConversationOptions
-from pipeline.endpointing import EndpointOptions
-from pipeline.integrity import IntegrityOptions
-from pipeline.llm import LlmOptions
-from pipeline.room import RoomOptions
 from pipeline.skills.lists import ListStoreError
 from pipeline.timeline import METRICS
-from pipeline.tts import TtsOptions
-from pipeline.vad import VadOptions
 
 log = logging.getLogger("apace")
 
@@ -52,68 +44,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `apace models | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-def settings_from(args: argparse.Namespace) -> Any:
-    from app.runtime import Settings
-
-    try:
-        vad = VadOptions(endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
-                         speech_floor_db=args.vad_floor_db, onset_ms=args.onset_ms)
-    except ValueError as error:
-        raise UsageError(f"{error} (check --endpoint-ms / --onset-ms / --vad-aggressiveness"
-                         " / --vad-floor-db)") from None
-    if args.threads < 0:
-        raise UsageError("--threads must be 0 (all cores) or a positive number")
-    if not 1 <= args.llm_sequences <= 63:
-        raise UsageError("--llm-sequences must be 1-63")
-    # 0: every core, as for the other models (the models take turns on the CPU).
-    llm = LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
-                     gpu_layers=args.llm_gpu_layers,
-                     reuse_kv=not args.no_kv_reuse, drafts=not args.no_drafts,
-                     prompt_lookup=args.prompt_lookup, draft_model=args.draft_model,
-                     **({"system_prompt": args.system_prompt} if args.system_prompt else {}))
-    if not 0.2 <= args.caption_interval <= 10:
-        raise UsageError("--caption-interval must be 0.2-10 seconds")
-    if args.asr_window is not None and not 1 <= args.asr_window <= 30:
-        raise UsageError("--asr-window must be 1-30 seconds")
-    asr = AsrOptions(windows_s=(args.asr_window,) if args.asr_window else AsrOptions().windows_s)
-    try:
-        integrity = IntegrityOptions(max_sentences=args.max_sentences,
-                                     max_exchanges=args.history_exchanges,
-                                     keep_interrupted=args.keep_interrupted,
-                                     copy_guard=not args.no_copy_guard)
-    except ValueError as error:
-        raise UsageError(f"{error} (check --max-sentences / --history-exchanges)") from None
-    return Settings(
-        models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
-                           tts=args.tts_voice,
-                           turn=args.turn_model,
-                           asr_device=args.asr_device, threads=args.threads,
-                           asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
-        asr=asr,
-        llm=llm,
-        conversation=ConversationOptions(
-            vad=vad, speculate=not args.no_speculate,
-            endpoint=None if args.fixed_endpoint else EndpointOptions(),
-            clauses=ClauseOptions(early_first_clause=not args.sentence_clauses),
-            partial_interval_s=None if args.no_captions else args.caption_interval,
-            prefill_captions=not args.no_caption_prefill,
-            integrity=integrity,
-            room=RoomOptions(enabled=not args.no_room_gate,
-                             always_suppress=args.always_denoise),
-        ),
-        denoiser=None if args.denoiser == "off" else args.denoiser,
-        tts=TtsOptions(stream=not args.no_tts_stream),
-        tts_cache=not args.no_tts_cache,
-        reply_cache=not args.no_drafts,
-        turn_detector=not args.no_turn_detector,
-        share_cpu=not args.no_cpu_turns,
-        skills=not args.no_skills,
-        data_dir=args.data_dir,
-        shared_llm=not args.no_shared_llm,
-        llm_sequences=args.llm_sequences,
-    )
 
 
 def _cmd_talk(args: argparse.Namespace) -> int:
@@ -298,109 +228,6 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("models (default: env var, then config file, then embedded)")
-    asr = group.add_mutually_exclusive_group()
-    asr.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
-    asr.add_argument("--asr", metavar="TIER", choices=_tier_names("asr"),
-                     help="an ASR tier by name: " + ", ".join(_tier_names("asr")))
-    llm = group.add_mutually_exclusive_group()
-    llm.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
-    llm.add_argument("--llm", metavar="TIER", choices=_tier_names("llm"),
-                     help="an LLM tier by name: " + ", ".join(_tier_names("llm")))
-    group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
-    group.add_argument("--turn-model", metavar="GGUF",
-                       help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")
-
-
-def _tier_names(kind: str) -> list[str]:
-    return [name for name, tier in TIERS.items() if tier.kind == kind]
-
-
-def _engine_flags(parser: argparse.ArgumentParser) -> None:
-    _model_flags(parser)
-    group = parser.add_argument_group("engine")
-    group.add_argument("--threads", type=int, default=0, help="CPU threads per model (0: all)")
-    group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
-    group.add_argument("--llm-gpu-layers", type=int, default=0,
-                       help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
-    group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
-    group.add_argument("--llm-sequences", type=int, default=4, metavar="N",
-                       help="conversations whose history the shared LLM keeps in its KV at"
-                       " once (2048 tokens each); beyond them the least recently used is"
-                       " read again when it speaks (default %(default)s)")
-    group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
-                       help="silence that ends the user's turn (default %(default)s)")
-    group.add_argument("--onset-ms", type=int, default=VadOptions().onset_ms,
-                       help="silence after which the reply is prepared, in case the turn is"
-                       " over (default %(default)s)")
-    group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
-    group.add_argument("--vad-floor-db", type=float, default=VadOptions().speech_floor_db,
-                       metavar="DB", help="voice this far below the utterance's level is silence:"
-                       " ends speech where it fades, not after webrtcvad's hangover (0: off;"
-                       " default %(default)s)")
-    levers = parser.add_argument_group("latency levers (all on by default; off to measure)")
-    levers.add_argument("--no-speculate", action="store_true",
-                        help="wait for the endpoint before starting the reply")
-    levers.add_argument("--fixed-endpoint", action="store_true",
-                        help="always wait --endpoint-ms of silence (no adaptive endpointing)")
-    levers.add_argument("--no-turn-detector", action="store_true",
-                        help="end turns on punctuation alone (no end-of-turn model)")
-    levers.add_argument("--asr-window", type=int, metavar="S",
-                        help="one fixed Whisper window in seconds (30 = faster-whisper's own)")
-    levers.add_argument("--no-kv-reuse", action="store_true",
-                        help="re-read the whole prompt every turn")
-    levers.add_argument("--sentence-clauses", action="store_true",
-                        help="speak whole sentences only (no early first clause)")
-    levers.add_argument("--no-drafts", action="store_true",
-                        help="no draft-and-verify decoding (and no reply cache)")
-    levers.add_argument("--prompt-lookup", action="store_true",
-                        help="add prompt-lookup drafts (slower for chat on CPU)")
-    levers.add_argument("--draft-model", metavar="GGUF",
-                        help="a smaller model with the LLM's vocabulary drafts every reply")
-    levers.add_argument("--no-tts-cache", action="store_true")
-    levers.add_argument("--no-tts-stream", action="store_true",
-                        help="Piper synthesizes each sentence whole (no audio while it decodes)")
-    levers.add_argument("--no-shared-llm", action="store_true",
-                        help="a llama context per conversation instead of one shared,"
-                        " batched context (a --draft-model always gets its own)")
-    levers.add_argument("--no-cpu-turns", action="store_true",
-                        help="let ASR, LLM and TTS compute at the same time")
-    group.add_argument("--caption-interval", type=float, metavar="S",
-                       default=ConversationOptions().partial_interval_s,
-                       help="seconds of speech between live captions (default %(default)s)")
-    levers.add_argument("--no-captions", action="store_true",
-                        help="no live partial transcripts while the user speaks")
-    levers.add_argument("--no-caption-prefill", action="store_true",
-                        help="the LLM and turn detector do not read the live caption's words"
-                        " ahead")
-    room = parser.add_argument_group("the room (pipeline/room)")
-    room.add_argument("--denoiser", choices=("webrtc", "rnnoise", "off"), default="webrtc",
-                      help="noise suppression of raw microphone audio (a browser that did its"
-                      " own is not suppressed again; rnnoise needs pyrnnoise; default %(default)s)")
-    room.add_argument("--always-denoise", action="store_true",
-                      help="suppress noise in a quiet room too (default: only once the room's"
-                      " own level is noisy, above -50 dBFS)")
-    room.add_argument("--no-room-gate", action="store_true",
-                      help="webrtcvad alone decides who speaks: no room level, no echo guard,"
-                      " no neural VAD (nor noise suppression)")
-    says = parser.add_argument_group("what it says")
-    says.add_argument("--no-skills", action="store_true",
-                      help="no built-in skills (timers, lists, arithmetic, units, time, spelling):"
-                      " the LLM answers everything")
-    says.add_argument("--data-dir", metavar="DIR",
-                      help="where the shopping list and notes are kept (default $APACE_DATA_DIR,"
-                      " else ~/.local/share/apace)")
-    says.add_argument("--max-sentences", type=int, default=IntegrityOptions().max_sentences,
-                      help="sentences in a spoken reply unless more is asked (default %(default)s)")
-    says.add_argument("--history-exchanges", type=int, default=IntegrityOptions().max_exchanges,
-                      help="past exchanges the LLM reads (default %(default)s)")
-    says.add_argument("--keep-interrupted", action="store_true",
-                      help="the LLM also reads replies the user cut off (what was heard)")
-    says.add_argument("--no-copy-guard", action="store_true",
-                      help="do not regenerate a reply that copies an earlier one")
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apace", description="Local real-time voice assistant.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -411,7 +238,7 @@ def _parser() -> argparse.ArgumentParser:
     talk.add_argument("--out", metavar="REPLY.wav", help="write the reply audio here")
     talk.add_argument("--json", action="store_true", help="print one JSON object")
     talk.add_argument("--fast", action="store_true", help="no real-time pacing")
-    _engine_flags(talk)
+    engine_flags(talk)
     talk.set_defaults(run=_cmd_talk)
     _serve_parser(sub.add_parser("serve", help="serve the talk page and WebRTC on this box"))
     _bench_parser(sub.add_parser("bench", help="measure TTFA over real WebRTC (client clock)"))
@@ -425,7 +252,7 @@ def _parser() -> argparse.ArgumentParser:
     doctor.set_defaults(run=_cmd_doctor)
     models = sub.add_parser("models", help="list the models that will be used and the tiers")
     models.add_argument("--json", action="store_true")
-    _model_flags(models)
+    model_flags(models)
     models.set_defaults(run=_cmd_models)
     pull = models.add_subparsers(dest="models_command").add_parser(
         "pull", help="download a tier into the user cache (sha256-verified, resumable)")
@@ -462,7 +289,7 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
                             "reorder; default %(default)s)")
     _serve_safety_flags(serve)
     wyoming_flags(serve, standalone=False)
-    _engine_flags(serve)
+    engine_flags(serve)
     serve.set_defaults(run=_cmd_serve)
 
 
@@ -492,7 +319,7 @@ def _serve_safety_flags(serve: argparse.ArgumentParser) -> None:
 
 def _wyoming_parser(wyoming: argparse.ArgumentParser) -> None:
     wyoming_flags(wyoming, standalone=True)
-    _engine_flags(wyoming)
+    engine_flags(wyoming)
     wyoming.set_defaults(run=_cmd_wyoming)
 
 

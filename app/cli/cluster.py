@@ -62,7 +62,8 @@ def _cmd_down(_args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from app.cli import exposure, server_options, settings_from
+    from app.cli import exposure, server_options
+    from app.cli.engine import settings_from
     from app.cli.errors import UsageError as _UsageError
     from app.cluster.run import connect, engine_from, serve_cluster
     from app.serve import LOOPBACK_HOSTS, secure

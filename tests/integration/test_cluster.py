@@ -37,14 +37,14 @@ class IngressThread:
 
     def __init__(self, options: ServerOptions) -> None:
         from app.cluster.run import engine_from
-        from app.runtime import Settings
+        from app.runtime import EngineOptions, Settings
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.cluster: Ingress | None = None
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
-        self._make = functools.partial(engine_from, Settings(turn_detector=False))
+        self._make = functools.partial(engine_from, Settings(engine=EngineOptions(turn_detector=False)))
         self._options = options
         self._thread = threading.Thread(target=self._run, name="ingress", daemon=True)
         self._thread.start()

@@ -51,6 +51,7 @@ def test_bench_runs_each_transport_on_all_on_against_one_server(
     process in one run, named apart; the ablations run on the first transport only."""
     from pathlib import Path
 
+    from app import levers
     from app.bench import latency
 
     runs: list[tuple[str, str, str]] = []
@@ -77,7 +78,7 @@ def test_bench_runs_each_transport_on_all_on_against_one_server(
     monkeypatch.setattr(latency, "run_config", run_config)
     monkeypatch.setattr(latency, "ServerProcess", Server)
     monkeypatch.setattr(latency, "report", lambda results, out: None)
-    monkeypatch.setattr(latency, "LEVERS", {"speculation": ["--no-speculate"]})
+    monkeypatch.setattr(levers, "LEVERS", tuple(lv for lv in levers.LEVERS if lv.name == "speculation"))
     monkeypatch.setattr("app.serve.use_loopback_candidates", lambda: None)
     results = latency.bench(url=None, ablate=True, folder=None, rounds=1,
                             out=Path(str(tmp_path)), transports=("webrtc", "realtime"))

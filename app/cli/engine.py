@@ -1,0 +1,147 @@
+"""The engine's flags (talk, serve, wyoming, cluster serve) and the Settings they make.
+
+The latency levers' flags come from app/levers.py, declared once there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app import levers
+from app.cli.errors import UsageError
+from models.catalog import TIERS
+from models.load import ModelChoice
+from pipeline.conversation import ConversationOptions
+from pipeline.integrity import IntegrityOptions
+from pipeline.llm import LlmOptions
+from pipeline.room import RoomOptions
+from pipeline.vad import VadOptions
+
+T = TypeVar("T")
+
+
+def settings_from(args: argparse.Namespace) -> Any:
+    """The engine's Settings from its flags (UsageError naming the flag when one is wrong)."""
+    from app.runtime import EngineOptions, Settings
+
+    if args.threads < 0:
+        raise UsageError("--threads must be 0 (all cores) or a positive number")
+    if not 0.2 <= args.caption_interval <= 10:
+        raise UsageError("--caption-interval must be 0.2-10 seconds")
+    conversation = ConversationOptions(
+        vad=_checked(VadOptions, "--endpoint-ms / --onset-ms / --vad-aggressiveness",
+                     endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
+                     onset_ms=args.onset_ms),
+        partial_interval_s=args.caption_interval,
+        integrity=_checked(IntegrityOptions, "--max-sentences / --history-exchanges",
+                           max_sentences=args.max_sentences, max_exchanges=args.history_exchanges,
+                           keep_interrupted=args.keep_interrupted,
+                           copy_guard=not args.no_copy_guard),
+        room=RoomOptions(enabled=not args.no_room_gate, always_suppress=args.always_denoise),
+    )
+    settings = Settings(
+        models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
+                           tts=args.tts_voice, turn=args.turn_model,
+                           asr_device=args.asr_device, threads=args.threads,
+                           asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
+        # 0: every core, as for the other models (the models take turns on the CPU).
+        llm=LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
+                       gpu_layers=args.llm_gpu_layers,
+                       **({"system_prompt": args.system_prompt} if args.system_prompt else {})),
+        conversation=conversation,
+        engine=_checked(EngineOptions, "--llm-sequences",
+                        denoiser=None if args.denoiser == "off" else args.denoiser,
+                        skills=not args.no_skills, data_dir=args.data_dir,
+                        llm_sequences=args.llm_sequences),
+    )
+    try:
+        return levers.apply(settings, args)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _checked(options: Callable[..., T], flags: str, **values: Any) -> T:
+    """`options(**values)`; a value it refuses is a UsageError naming the flags."""
+    try:
+        return options(**values)
+    except ValueError as error:
+        raise UsageError(f"{error} (check {flags})") from None
+
+
+def model_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("models (default: env var, then config file, then embedded)")
+    asr = group.add_mutually_exclusive_group()
+    asr.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
+    asr.add_argument("--asr", metavar="TIER", choices=_tier_names("asr"),
+                     help="an ASR tier by name: " + ", ".join(_tier_names("asr")))
+    llm = group.add_mutually_exclusive_group()
+    llm.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
+    llm.add_argument("--llm", metavar="TIER", choices=_tier_names("llm"),
+                     help="an LLM tier by name: " + ", ".join(_tier_names("llm")))
+    group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
+    group.add_argument("--turn-model", metavar="GGUF",
+                       help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")
+
+
+def _tier_names(kind: str) -> list[str]:
+    return [name for name, tier in TIERS.items() if tier.kind == kind]
+
+
+def engine_flags(parser: argparse.ArgumentParser) -> None:
+    model_flags(parser)
+    group = parser.add_argument_group("engine")
+    group.add_argument("--threads", type=int, default=0, help="CPU threads per model (0: all)")
+    group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
+    group.add_argument("--llm-gpu-layers", type=int, default=0,
+                       help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
+    group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
+    group.add_argument("--llm-sequences", type=int, default=4, metavar="N",
+                       help="conversations whose history the shared LLM keeps in its KV at"
+                       " once (2048 tokens each); beyond them the least recently used is"
+                       " read again when it speaks (default %(default)s)")
+    group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
+                       help="silence that ends the user's turn (default %(default)s)")
+    group.add_argument("--onset-ms", type=int, default=VadOptions().onset_ms,
+                       help="silence after which the reply is prepared, in case the turn is"
+                       " over (default %(default)s)")
+    group.add_argument("--vad-aggressiveness", type=int, default=2, help="webrtcvad mode 0-3")
+    group.add_argument("--caption-interval", type=float, metavar="S",
+                       default=ConversationOptions().partial_interval_s,
+                       help="seconds of speech between live captions (default %(default)s)")
+    levers.add_flags(parser)
+    _room_flags(parser)
+    _says_flags(parser)
+
+
+def _room_flags(parser: argparse.ArgumentParser) -> None:
+    room = parser.add_argument_group("the room (pipeline/room)")
+    room.add_argument("--denoiser", choices=("webrtc", "rnnoise", "off"), default="webrtc",
+                      help="noise suppression of raw microphone audio (a browser that did its"
+                      " own is not suppressed again; rnnoise needs pyrnnoise; default %(default)s)")
+    room.add_argument("--always-denoise", action="store_true",
+                      help="suppress noise in a quiet room too (default: only once the room's"
+                      " own level is noisy, above -50 dBFS)")
+    room.add_argument("--no-room-gate", action="store_true",
+                      help="webrtcvad alone decides who speaks: no room level, no echo guard,"
+                      " no neural VAD (nor noise suppression)")
+
+
+def _says_flags(parser: argparse.ArgumentParser) -> None:
+    says = parser.add_argument_group("what it says")
+    says.add_argument("--no-skills", action="store_true",
+                      help="no built-in skills (timers, lists, arithmetic, units, time, spelling):"
+                      " the LLM answers everything")
+    says.add_argument("--data-dir", metavar="DIR",
+                      help="where the shopping list and notes are kept (default $APACE_DATA_DIR,"
+                      " else ~/.local/share/apace)")
+    says.add_argument("--max-sentences", type=int, default=IntegrityOptions().max_sentences,
+                      help="sentences in a spoken reply unless more is asked (default %(default)s)")
+    says.add_argument("--history-exchanges", type=int, default=IntegrityOptions().max_exchanges,
+                      help="past exchanges the LLM reads (default %(default)s)")
+    says.add_argument("--keep-interrupted", action="store_true",
+                      help="the LLM also reads replies the user cut off (what was heard)")
+    says.add_argument("--no-copy-guard", action="store_true",
+                      help="do not regenerate a reply that copies an earlier one")
