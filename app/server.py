@@ -33,7 +33,7 @@ from app.security.sdp import check_offer
 from app.session import Session
 from app.transports.realtime.route import add_realtime
 from pipeline.admission import LoadModel
-from pipeline.conversation import Turn
+from pipeline.conversation_events import Turn
 from pipeline.engine import Engine
 from pipeline.room import Stream
 from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER

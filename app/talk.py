@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.audio import AudioError, frames, read_wav
-from pipeline.conversation import Conversation, Turn
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import Turn
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, AudioFrame, Pcm
 from pipeline.room import Stream

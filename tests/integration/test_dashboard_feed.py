@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from app.appkeys import SESSIONS
 from app.dashboard import OUTBOX_LIMIT
 from app.server import ServerOptions, Sessions, make_app
-from pipeline.conversation import Turn
+from pipeline.conversation_events import Turn
 from pipeline.stats import EngineStats
 from pipeline.timeline import SPEECH_END, TTFA_SERVER, TTFT, Timeline
 
