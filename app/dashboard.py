@@ -13,12 +13,14 @@ import asyncio
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, web
 
 from app.appkeys import SESSIONS
+from app.metrics import waterfall
+from pipeline.conversation_events import Turn, to_wire
 
 if TYPE_CHECKING:
     from app.server import Sessions
@@ -92,12 +94,13 @@ class Hub:
     def leave(self, outbox: Outbox) -> None:
         self.clients.discard(outbox)
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
-        """Send an event to every client. Synchronous and non-blocking: safe to call from a
-        conversation's callbacks. Serialized once, whatever the number of clients."""
+    def publish(self, data: Mapping[str, Any]) -> None:
+        """Send a message (a `turn_record`, stats, a wire event) to every client.
+        Synchronous and non-blocking: safe to call from a conversation's callbacks.
+        Serialized once, whatever the number of clients."""
         if not self.clients:
             return
-        message = json.dumps({"type": kind, **data})
+        message = json.dumps(data)
         for outbox in list(self.clients):
             if not outbox.put(message):
                 self.clients.discard(outbox)
@@ -108,6 +111,18 @@ class Hub:
         for outbox in list(self.clients):
             outbox.drop(reason, WSCloseCode.GOING_AWAY)
         self.clients.clear()
+
+
+def turn_record(session: int | str, turn: Turn) -> dict[str, Any]:
+    """A turn as the dashboard feed and /api/turns carry it: the turn's wire form, its
+    session and its index again as `turn` (the dashboard's key), and its waterfall."""
+    record = to_wire(turn)
+    return {**record, "session": session, "turn": turn.index,
+            "waterfall": waterfall(record["timeline_ms"])}
+
+
+def stats_message(stats: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "stats", **stats}
 
 
 async def feed(request: web.Request) -> web.WebSocketResponse:
@@ -126,7 +141,7 @@ async def serve_feed(request: web.Request, hub: Hub,
                                max_msg_size=MAX_CLIENT_MESSAGE)
     await ws.prepare(request)
     outbox = hub.join()
-    outbox.put(json.dumps({"type": "stats", **stats()}))
+    outbox.put(json.dumps(stats_message(stats())))
     outbox.sender = asyncio.create_task(_send(ws, outbox), name="dashboard-send")
     reader = asyncio.create_task(_read(ws), name="dashboard-read")
     tasks = {outbox.sender, reader}
@@ -176,4 +191,4 @@ async def publish_stats(sessions: Sessions, interval_s: float = STATS_INTERVAL_S
     while True:
         await asyncio.sleep(interval_s)
         if sessions.hub.clients:
-            sessions.hub.publish("stats", sessions.stats())
+            sessions.hub.publish(stats_message(sessions.stats()))

@@ -24,7 +24,7 @@ from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSession
 
 from app import dashboard as dash
 from app.appkeys import SESSIONS
-from app.metrics import LoopLag, latency_summary, waterfall
+from app.metrics import LoopLag, latency_summary
 from app.prometheus import CONTENT_TYPE, Metrics
 from app.security import access as acl
 from app.security.limits import Refused, parse_json, read_body, refusals
@@ -33,7 +33,7 @@ from app.security.sdp import check_offer
 from app.session import Session
 from app.transports.realtime.route import add_realtime
 from pipeline.admission import LoadModel
-from pipeline.conversation import Turn
+from pipeline.conversation_events import GoingAway, Turn, to_wire
 from pipeline.engine import Engine
 from pipeline.room import Stream
 from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER
@@ -107,12 +107,8 @@ class Sessions:
 
     def record_turn(self, session: Session, turn: Turn) -> None:
         """A finished turn: keep it, observe its latencies, push it to the dashboards."""
-        timeline_ms = turn.timeline.relative_ms()
-        record = {"session": session.id, "turn": turn.index,
-                  "transcript": turn.transcript, "reply": turn.reply, "heard": turn.heard,
-                  "interrupted": turn.interrupted, "timeline_ms": timeline_ms,
-                  "skill": turn.skill, "quality": turn.quality,
-                  "waterfall": waterfall(timeline_ms)}
+        record = dash.turn_record(session.id, turn)
+        timeline_ms = record["timeline_ms"]
         self.turns.append(record)
         while len(self.turns) > self.options.recent_turns:
             self.turns.popleft()
@@ -120,9 +116,9 @@ class Sessions:
         if (ms := timeline_ms.get(TTFA_SERVER)) is not None:
             self.load.turn(time.monotonic(), ms)
         self._sample_load()
-        self.hub.publish("turn", record)
+        self.hub.publish(record)
         if self.hub.clients:  # the percentiles moved: show them now, not at the next tick
-            self.hub.publish("stats", self.stats())
+            self.hub.publish(dash.stats_message(self.stats()))
 
     def record_heard(self, session: Session, turn: Turn) -> None:
         """The page's TTFA arrived after the turn was recorded: update the record."""
@@ -130,11 +126,10 @@ class Sessions:
                        if r["session"] == session.id and r["turn"] == turn.index), None)
         if record is None or TTFA_BROWSER in record["timeline_ms"]:
             return
-        record["timeline_ms"] = turn.timeline.relative_ms()
-        record["waterfall"] = waterfall(record["timeline_ms"])
+        record.update(dash.turn_record(session.id, turn))
         if (ms := record["timeline_ms"].get(TTFA_BROWSER)) is not None:
             self.metrics.observe_heard(ms)
-        self.hub.publish("turn", record)
+        self.hub.publish(record)
 
     def stats(self) -> dict[str, Any]:
         """What the dashboard shows besides the turns themselves."""
@@ -202,7 +197,7 @@ class Sessions:
         message = "the server is shutting down"
         for session in list(self.live.values()):
             session.going_away(message, retry_after_s=self.options.retry_after_s)
-        self.hub.publish("going_away", {"message": message})
+        self.hub.publish(to_wire(GoingAway(message, self.options.retry_after_s)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.options.drain_timeout_s
         while self.live and loop.time() < deadline:

@@ -18,13 +18,13 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
 
 from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection
 
 from app.security.limits import RateLimit, Refused, parse_json
 from app.webrtc import SpeakerTrack, mic_frames, shorten_jitter_buffer
-from pipeline.conversation import Conversation, Turn
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import Error, GoingAway, Pong, Ready, Turn, WireEvent, to_wire
 from pipeline.engine import Engine
 from pipeline.room import Stream
 from pipeline.speaker import Speaker
@@ -117,7 +117,7 @@ class Session:
                                         on_turn=lambda turn: self._on_turn(self, turn),
                                         stream=self.stream) as conv:
                 self.conversation = conv
-                self.emit("ready", {})
+                self.emit(Ready())
                 # The idle clock runs from the offer, not from when the context was ready.
                 first = max(0.5, self.started + self.idle_timeout - now())
                 await conv.run(mic_frames(track, self.idle_timeout, first_timeout=first))
@@ -126,7 +126,7 @@ class Session:
         except Exception:
             log.exception("session %s failed", self.id)
             self._ending("failed")
-            self.emit("error", {"message": "the conversation failed on the server"})
+            self.emit(Error("the conversation failed on the server"))
         finally:
             self.task = None
             self.conversation = None
@@ -161,29 +161,30 @@ class Session:
             self._handle(message)
         except Exception:
             log.exception("session %s: data channel message failed", self.id)
-            self.emit("error", {"message": "the server could not handle that message"})
+            self.emit(Error("the server could not handle that message"))
 
     def _handle(self, message: object) -> None:
         if not self._rate.allow(now()):
             if now() - self._limited_at >= 1.0:  # one complaint a second, not one per message
                 self._limited_at = now()
-                self.emit("error", {"message": f"too many data channel messages (limit "
-                                               f"{MESSAGE_RATE:g}/s): some were dropped"})
+                self.emit(Error(f"too many data channel messages (limit {MESSAGE_RATE:g}/s): "
+                                "some were dropped"))
             return
         if not isinstance(message, str):
-            self.emit("error", {"message": "data channel messages must be JSON text under 4 KB"})
+            self.emit(Error("data channel messages must be JSON text under 4 KB"))
             return
         try:
             data = parse_json(message, max_bytes=MAX_CLIENT_MESSAGE, max_depth=MAX_MESSAGE_DEPTH)
         except Refused as refused:
-            self.emit("error", {"message": f"data channel message refused: {refused.reason}"})
+            self.emit(Error(f"data channel message refused: {refused.reason}"))
             return
         kind = data.get("type") if isinstance(data, dict) else None
         if not isinstance(kind, str):
-            self.emit("error", {"message": "data channel message is not JSON with a 'type'"})
+            self.emit(Error("data channel message is not JSON with a 'type'"))
         elif kind == "ping":
             t = data.get("t")
-            self.emit("pong", {"t": t if isinstance(t, (int, float)) else None, "server_t": now()})
+            number = isinstance(t, (int, float)) and not isinstance(t, bool)
+            self.emit(Pong(t if number else None, server_t=now()))
         elif kind == "audio_onset":
             self._on_audio_onset(data.get("server_t"))
 
@@ -192,8 +193,8 @@ class Session:
         the browser TTFA of the reply it belongs to."""
         if (isinstance(server_t, bool) or not isinstance(server_t, (int, float))
                 or not math.isfinite(server_t)):
-            self.emit("error", {"message": "audio_onset needs 'server_t': a finite number of "
-                                           "seconds on the server's clock"})
+            self.emit(Error("audio_onset needs 'server_t': a finite number of seconds on the "
+                            "server's clock"))
             return
         conv = self.conversation
         if conv is None:
@@ -213,9 +214,9 @@ class Session:
         elif state in ("failed", "closed"):
             await self.close(f"peer {state}")
 
-    def emit(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, event: WireEvent) -> None:
         """Send an event to the page (queued until its data channel opens)."""
-        message = json.dumps({"type": kind, **data})
+        message = json.dumps(to_wire(event))
         channel = self.channel
         if channel is not None and channel.readyState == "open":
             channel.send(message)
@@ -224,7 +225,7 @@ class Session:
 
     def going_away(self, message: str, retry_after_s: float | None = None) -> None:
         """Tell the page the server is about to end this session, and why."""
-        self.emit("going_away", {"message": message, "retry_after_s": retry_after_s})
+        self.emit(GoingAway(message, retry_after_s))
 
     async def _flush(self, within_s: float = FLUSH_S) -> None:
         """Let events already sent (the last turn, a going-away notice) leave before the

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.audio import AudioError, frames, read_wav
-from pipeline.conversation import Conversation, Turn
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import Turn, to_wire
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, AudioFrame, Pcm
 from pipeline.room import Stream
@@ -36,11 +37,8 @@ class TalkResult:
     speculation: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        turns = [
-            {"transcript": t.transcript, "reply": t.reply, "interrupted": t.interrupted,
-             "timeline_ms": t.timeline.relative_ms(), "done_logprob": t.done_logprob}
-            for t in self.turns
-        ]
+        """What `apace talk --json` prints: each turn as the page gets it, and the whole."""
+        turns = [to_wire(t) for t in self.turns]
         first = turns[0] if turns else {"transcript": "", "reply": "", "timeline_ms": {}}
         return {
             "transcript": " ".join(t.transcript for t in self.turns),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from pipeline.chime import chime
+from pipeline.conversation_events import Emit, TimerFired, TimerInfo, TimerList
 from pipeline.events import Pcm
 from pipeline.skills.timers import Timer, Timers, ring_text
 from pipeline.speaker import Speaker
@@ -21,7 +21,6 @@ from pipeline.timeline import now
 log = logging.getLogger(__name__)
 
 Say = Callable[[str], Awaitable[Pcm]]
-Emit = Callable[[str, dict[str, Any]], None]
 
 
 class Bell:
@@ -36,14 +35,15 @@ class Bell:
 
     def changed(self) -> None:
         """Timers were set or cancelled: tell the page, and wake the bell."""
-        self.emit("timers", {"timers": self.snapshot()})
+        self.emit(self.snapshot())
         self._changed.set()
 
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self) -> TimerList:
         t = now()
-        return [{"id": timer.id, "kind": timer.kind, "name": timer.name, "label": timer.label,
-                 "due_in_s": round(max(0.0, timer.due - t), 1)}
-                for timer in sorted(self.timers.active(), key=lambda timer: timer.due)]
+        return TimerList(tuple(
+            TimerInfo(timer.id, timer.kind, timer.name, timer.label,
+                      due_in_s=round(max(0.0, timer.due - t), 1))
+            for timer in sorted(self.timers.active(), key=lambda timer: timer.due)))
 
     async def run(self) -> None:
         """Ring timers as they fall due, until cancelled (cancel-safe)."""
@@ -59,15 +59,14 @@ class Bell:
                 continue
             for timer in self.timers.pop_due(now()):
                 await self._ring(timer)
-            self.emit("timers", {"timers": self.snapshot()})
+            self.emit(self.snapshot())
 
     async def _ring(self, timer: Timer) -> None:
         self.speaker.interject(chime())
         self.late_ms.append((now() - timer.due) * 1000)
         text = ring_text(timer)
-        self.emit("timer_fired", {"id": timer.id, "kind": timer.kind, "name": timer.name,
-                                  "label": timer.label, "text": text,
-                                  "late_ms": round(self.late_ms[-1], 1)})
+        self.emit(TimerFired(timer.id, timer.kind, timer.name, timer.label, text,
+                             late_ms=round(self.late_ms[-1], 1)))
         try:
             self.speaker.interject(await self.say(text))
         except Exception:  # the chime rang; a failed voice line must not stop the bell

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pipeline.conversation_events import Transcript
 from pipeline.workers import Priority
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Captions:
         text = await models.hear(audio, Priority.BACKGROUND)
         if not text or not conv.endpointer.speaking:
             return
-        conv.emit("transcript", {"text": text, "final": False})
+        conv.emit(Transcript(text, final=False))
         settled = " ".join(text.split()[:-1])  # the last word may be cut mid-way
         if conv.options.prefill_captions and settled and not conv.busy:
             await self._read_ahead(settled)

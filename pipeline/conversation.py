@@ -25,6 +25,14 @@ from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
 from pipeline.clauses import ClauseOptions
+from pipeline.conversation_events import (
+    BargeIn,
+    ConversationEvent,
+    Emit,
+    Error,
+    Turn,
+    UserSpeaking,
+)
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
@@ -37,7 +45,7 @@ from pipeline.events import (
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
-from pipeline.reply import Emit, Models, Reply
+from pipeline.reply import Models, Reply
 from pipeline.room import Room, RoomOptions
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
@@ -77,27 +85,7 @@ class ConversationOptions:
     """Whose shopping list and notes the skills read and change."""
 
 
-@dataclass(frozen=True)
-class Turn:
-    """A finished exchange, as reported to the CLI, the page and the dashboard."""
-
-    index: int
-    transcript: str
-    reply: str
-    heard: str
-    interrupted: bool
-    timeline: Timeline
-    done_logprob: float | None = None
-    """The turn detector's last verdict on the user's words (None: not asked)."""
-    skill: str | None = None
-    """The built-in skill that answered (None: the LLM did)."""
-    copies: int = 0
-    """Replies the copy guard threw away before this one (regenerated)."""
-    quality: dict[str, Any] = field(default_factory=dict)
-    """Rule-free checks of the reply (pipeline.quality.turn_flags): repeat, echo, length."""
-
-
-def _ignore(_kind: str, _data: dict[str, Any]) -> None:
+def _ignore(_event: ConversationEvent) -> None:
     pass
 
 
@@ -172,7 +160,7 @@ class Conversation:
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
                 self.captions.speech_started()
-                self.emit("speech_started", {})
+                self.emit(UserSpeaking())
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self.captions.stop()
                 self._start_reply(event.audio, event.speech_end, speculative=True)
@@ -254,7 +242,7 @@ class Conversation:
         except Exception as error:  # one failed turn must not end the conversation
             log.exception("reply failed")
             self._respeculated = None  # nor hand its draft to the next reply
-            self.emit("error", {"message": f"reply failed: {error}"})
+            self.emit(Error(f"reply failed: {error}"))
             self.speaker.clear()
             return
         if reply.transcript:
@@ -360,7 +348,7 @@ class Conversation:
         self.stats.barge_ins += 1
         dropped = self.speaker.clear()
         self._cancel_reply(reason=f"barge-in ({reason})")
-        self.emit("barge_in", {"dropped_ms": dropped * 20, "reason": reason})
+        self.emit(BargeIn(dropped_ms=dropped * 20, reason=reason))
         if reply.transcript:
             self._finish(reply, interrupted=True)
 
@@ -391,12 +379,7 @@ class Conversation:
         self.stats.turns += 1
         self.stats.llm_tokens += reply.tokens
         self.stats.llm_seconds += reply.llm_seconds
-        self.emit("turn", {"index": turn.index, "transcript": turn.transcript,
-                           "reply": turn.reply, "heard": heard, "interrupted": interrupted,
-                           "timeline_ms": reply.timeline.relative_ms(),
-                           "done_logprob": turn.done_logprob, "skill": turn.skill,
-                           "copies": turn.copies, "quality": quality,
-                           "speech_end_t": reply.timeline.stamps.get(SPEECH_END)})
+        self.emit(turn)
         if self.on_turn is not None:
             self.on_turn(turn)
         if self._reply is reply:

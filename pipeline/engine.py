@@ -17,11 +17,12 @@ import numpy as np
 
 from pipeline.asr import Transcriber
 from pipeline.caches import CachedSynthesizer, ReplyCache
-from pipeline.conversation import Conversation, ConversationOptions, Turn
+from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation_events import Emit, Turn
 from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
-from pipeline.reply import Emit, Models
+from pipeline.reply import Models
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
 from pipeline.skills.lists import ListStore

@@ -1,7 +1,8 @@
 """What flows through the pipeline: a handful of small frozen dataclasses.
 
 One internal audio format: 16 kHz mono int16, 20 ms frames (320 samples). Times are
-seconds on one monotonic clock (`pipeline.timeline.now`).
+seconds on one monotonic clock (`pipeline.timeline.now`). What a conversation tells the
+outside world (transcripts, reply text, turns) is in pipeline.conversation_events.
 """
 
 from __future__ import annotations
@@ -63,22 +64,6 @@ class Endpoint:
 
 
 VadEvent = SpeechStarted | SilenceOnset | SpeechResumed | Endpoint
-
-
-@dataclass(frozen=True)
-class Transcript:
-    """What the user said. `final` is False for live captions while they speak."""
-
-    text: str
-    final: bool
-    audio_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of reply text as the LLM streams it."""
-
-    text: str
 
 
 @dataclass(frozen=True)

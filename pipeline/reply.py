@@ -14,10 +14,10 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.asr import Transcriber
 from pipeline.clauses import ClauseOptions, ClauseSplitter
+from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
 from pipeline.integrity import (
@@ -38,7 +38,6 @@ from pipeline.workers import Gate, ModelWorker, Priority
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ class Reply:
     _spoken: list[Spoken] = field(default_factory=list)
     _generated_all: bool = False
     _sentence_sent: bool = False
-    _held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _held: list[ConversationEvent] = field(default_factory=list)
     _llm_gate: Gate = field(default_factory=Gate)
     _clause_ready: asyncio.Event = field(default_factory=asyncio.Event)
     """Clause 1 is written (or there will be none): the turn detector may run."""
@@ -159,8 +158,8 @@ class Reply:
         if promote is not None:  # a shared LLM: its job moves up to a confirmed turn's
             promote()
         held, self._held = self._held, []
-        for kind, data in held:
-            self.emit(kind, data)
+        for event in held:
+            self.emit(event)
         self._act()
 
     def _act(self) -> None:
@@ -178,12 +177,12 @@ class Reply:
         if self.on_action is not None:
             self.on_action(skill)
 
-    def _show(self, kind: str, data: dict[str, Any]) -> None:
+    def _show(self, event: ConversationEvent) -> None:
         # A speculative reply stays invisible: if the user resumes it never happened.
         if self.committed.is_set():
-            self.emit(kind, data)
+            self.emit(event)
         else:
-            self._held.append((kind, data))
+            self._held.append(event)
 
     @property
     def priority(self) -> Priority:
@@ -219,7 +218,7 @@ class Reply:
         if self.answer_skill is not None:
             self.skill = self.answer_skill(self.transcript)
             self._act()
-        self._show("transcript", {"text": self.transcript, "final": True})
+        self._show(Transcript(self.transcript, final=True))
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
             if self.judging:
@@ -257,7 +256,7 @@ class Reply:
             if self.skill is not None:
                 self.timeline.stamp(TTFT)
                 self.text = self.skill.text
-                self._show("reply_delta", {"text": self.skill.text})
+                self._show(ReplyDelta(self.skill.text))
                 self._queue(splitter.feed(self.skill.text), clauses, budget)
             else:
                 await self._generate(splitter, clauses, budget)
@@ -326,7 +325,7 @@ class Reply:
              budget: int) -> bool:
         self.timeline.stamp(TTFT)
         self.text += text
-        self._show("reply_delta", {"text": text})
+        self._show(ReplyDelta(text))
         return self._queue(splitter.feed(text), clauses, budget)
 
     def _call_skill(self, call: str, splitter: ClauseSplitter,

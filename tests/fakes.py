@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 import numpy as np
 
 from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation_events import ConversationEvent
 from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm
 from pipeline.llm import Message
@@ -199,18 +200,16 @@ def conversation(
     endpoint: EndpointOptions | None = None,
     partial_interval_s: float | None = None,
     prefill_captions: bool = True,
-) -> tuple[Conversation, list[tuple[str, dict[str, object]]]]:
+) -> tuple[Conversation, list[ConversationEvent]]:
     """A conversation whose endpointer calls any non-zero frame speech, and its events.
 
     Adaptive endpointing and live captions are off unless asked for, so the scripted
     transcripts are only consumed by replies."""
-    events: list[tuple[str, dict[str, object]]] = []
+    events: list[ConversationEvent] = []
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
                                   endpoint=endpoint, partial_interval_s=partial_interval_s,
                                   prefill_captions=prefill_captions)
-    conv = Conversation(
-        models, speaker, options, emit=lambda kind, data: events.append((kind, data))
-    )
+    conv = Conversation(models, speaker, options, emit=events.append)
     conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)
     return conv, events
 

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.conversation_events import BargeIn, Error, TimerFired, TimerList
 from pipeline.quality import RULE_KEYS, Rule, RuleError, parse_rule
 
 CONVERSATIONS = Path(__file__).with_name("conversations.toml")
 HELD_OUT = Path(__file__).with_name("conversations_heldout.toml")
-EVENTS = ("timers", "timer_fired", "barge_in", "error")
-"""The events a turn may expect or forbid: what a conversation sends besides its turns
-("timers": the running timers changed — one was set, cancelled or rang). A name nothing
-sends would make the rule one that cannot fail ("timer_set" was, until found)."""
+EVENTS = (TimerList.type, TimerFired.type, BargeIn.type, Error.type)
+"""The events a turn may expect or forbid: what a conversation sends besides its turns,
+by their wire names (pipeline.conversation_events; "timers": the running timers changed —
+one was set, cancelled or rang). A name nothing sends would make the rule one that cannot
+fail ("timer_set" was, until found)."""
 TURN_KEYS = frozenset({"say", "interrupt_after_s", "wait_s", "expect_event", "no_event"})
 CONVERSATION_KEYS = frozenset({"name", "held_out", "restart_before", "turn"})
 

@@ -22,15 +22,13 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from app.bench.conversations import ConversationSpec, TurnSpec, conversation_set
+from app.bench.conversations import EVENTS, ConversationSpec, TurnSpec, conversation_set
 from app.bench.latency import Utterance
 from app.bench.quality_report import QualityResult, TurnOutcome, report, save
 from app.client import Client
 from app.process import ServerProcess, free_port
 from pipeline.quality import failed, score_turn
 from pipeline.timeline import now
-
-NOTED_EVENTS = ("timers", "timer_fired", "barge_in", "error")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,7 +223,7 @@ def _fill(outcome: TurnOutcome, spec: TurnSpec, mark: _Mark, next_start: float,
     one: a question the server split in two is answered once, by its last part)."""
     mine = [e for e in client.events if e["type"] == "turn" and mark.start <= _t(e) < next_start]
     outcome.events = [e["type"] for e in client.events
-                      if e["type"] in NOTED_EVENTS and mark.start <= e["received"] < next_start]
+                      if e["type"] in EVENTS and mark.start <= e["received"] < next_start]
     if not mine:
         return
     last = mine[-1]

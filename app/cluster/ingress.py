@@ -206,10 +206,10 @@ async def _poll_feed(cluster: Cluster) -> None:
                 key = (str(turn["session"]), int(turn["turn"]))
                 if key not in seen:
                     seen[key] = None
-                    cluster.hub.publish("turn", turn)
+                    cluster.hub.publish(turn)
             while len(seen) > SEEN_TURNS:  # (the nodes keep their last 200 turns each)
                 seen.popitem(last=False)
-            cluster.hub.publish("stats", await _stats(cluster))
+            cluster.hub.publish(dash.stats_message(await _stats(cluster)))
         except Exception:  # a node went away mid-poll: the next poll goes on
             log.warning("dashboard poll failed", exc_info=True)
 

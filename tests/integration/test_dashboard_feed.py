@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from app.appkeys import SESSIONS
 from app.dashboard import OUTBOX_LIMIT
 from app.server import ServerOptions, Sessions, make_app
-from pipeline.conversation import Turn
+from pipeline.conversation_events import Turn
 from pipeline.stats import EngineStats
 from pipeline.timeline import SPEECH_END, TTFA_SERVER, TTFT, Timeline
 
@@ -62,7 +62,7 @@ async def test_feed_sends_stats_at_once_then_each_recorded_turn(client: Http) ->
         turn = await _next(ws, "turn")
         after = await _next(ws, "stats")
     listed = (await (await client.get("/api/turns")).json())["turns"]
-    assert {k: v for k, v in turn.items() if k != "type"} == listed[0]
+    assert turn == listed[0]  # the very record /api/turns lists
     assert turn["timeline_ms"] == {"ttft": 200.0, "ttfa_server": 500.0}
     assert after["latency"]["ttfa_server"]["p50"] == 500.0
     assert after["slo"]["attainment"] == 1.0
@@ -111,7 +111,7 @@ async def test_a_dashboard_that_never_reads_is_dropped_with_a_bounded_queue(
             pad = "x" * 256 * 1024  # fills the socket buffers in a few messages
             published = 0
             while all(o.dropped is None for o in outboxes) and published < 2000:
-                sessions.hub.publish("turn", {"turn": published, "pad": pad})
+                sessions.hub.publish({"type": "turn", "turn": published, "pad": pad})
                 published += 1
                 await asyncio.sleep(0)
                 # The healthy client reads everything it is sent.

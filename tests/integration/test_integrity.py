@@ -52,7 +52,7 @@ async def ask(workers: Workers, responder: LlamaResponder, history: list[Message
     timeline.stamp(SPEECH_END, now())
     speaker = Speaker()
     reply = Reply(models, speaker, list(history), np.zeros(16_000, np.int16), timeline,
-                  lambda _k, _d: None, speculative=False)
+                  lambda _event: None, speculative=False)
     reply.commit()
     await play_out(speaker, asyncio.create_task(reply.run()))
     return reply.text

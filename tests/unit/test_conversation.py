@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
@@ -140,8 +141,8 @@ async def test_sustained_speech_while_the_assistant_talks_barges_in(workers: Wor
     assert turn.heard == expected
     assert REPLY_TEXT.startswith(turn.heard)
     played_frames = mic.played_samples // FRAME_SAMPLES
-    assert [e for e in events if e[0] == "barge_in"] == [
-        ("barge_in", {"dropped_ms": 20 * (REPLY_FRAMES - played_frames), "reason": "speech"})
+    assert [e for e in events if isinstance(e, BargeIn)] == [
+        BargeIn(dropped_ms=20 * (REPLY_FRAMES - played_frames), reason="speech")
     ]
 
 
@@ -217,8 +218,9 @@ async def test_the_turn_timeline_is_ordered_and_its_stages_sum_to_the_first_audi
     stages = timeline.stages()
     assert stages[-1].name == TTFA_SERVER
     assert sum(stage.ms for stage in stages) == pytest.approx(timeline.ms(TTFA_SERVER))
-    (turn_event,) = [data for kind, data in events if kind == "turn"]
-    assert turn_event["timeline_ms"] == timeline.relative_ms()
+    (turn_event,) = [e for e in events if isinstance(e, Turn)]
+    assert turn_event is conv.turns[0]
+    assert to_wire(turn_event)["timeline_ms"] == timeline.relative_ms()
 
 
 async def test_a_failed_reply_reports_an_error_and_the_next_turn_still_works(
@@ -229,12 +231,12 @@ async def test_a_failed_reply_reports_an_error_and_the_next_turn_still_works(
     conv, events = conversation(models, Speaker(), speculate=False)
     async with Mic(conv) as mic:
         await mic.say()
-        await until(lambda: any(kind == "error" for kind, _ in events))
+        await until(lambda: any(isinstance(e, Error) for e in events))
         await until(lambda: not conv.busy)
         assert conv.turns == []
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
-    assert ("error", {"message": "reply failed: asr crashed"}) in events
+    assert Error("reply failed: asr crashed") in events
     assert conv.history == [Message("user", "again"), Message("assistant", "Ok.")]
 
 
@@ -245,7 +247,7 @@ async def test_a_failed_speculative_reply_is_retried_at_the_endpoint(workers: Wo
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
-        await until(lambda: any(kind == "error" for kind, _ in events))
+        await until(lambda: any(isinstance(e, Error) for e in events))
         await mic.send(False, ENDPOINT_FRAMES - ONSET_FRAMES)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert len(transcriber.calls) == 2
@@ -289,7 +291,7 @@ async def test_speech_started_is_emitted_when_the_user_starts_talking(workers: W
         await mic.send(True, 1)
         assert events == []
         await mic.send(True, 1)
-        assert events == [("speech_started", {})]
+        assert events == [UserSpeaking()]
 
 
 async def test_after_each_turn_the_next_prompt_is_prefilled_in_the_llm_worker_at_background(

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.chime import chime
 from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation_events import ConversationEvent, TimerFired, TimerList
 from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
 from pipeline.skills import Timers, default_skills
@@ -28,14 +29,14 @@ pytestmark = pytest.mark.timeout(10)
 
 
 def with_skills(workers: Workers, transcripts: list[str], reply: list[str]
-                ) -> tuple[Conversation, FakeResponder, list[tuple[str, dict[str, object]]]]:
-    events: list[tuple[str, dict[str, object]]] = []
+                ) -> tuple[Conversation, FakeResponder, list[ConversationEvent]]:
+    events: list[ConversationEvent] = []
     responder = FakeResponder(reply)
     models = workers.models(FakeTranscriber(*transcripts), responder, FakeSynthesizer())
     timers = Timers()
     conv = Conversation(models, Speaker(), ConversationOptions(vad=TEST_VAD, endpoint=None,
                                                                partial_interval_s=None),
-                        emit=lambda kind, data: events.append((kind, data)),
+                        emit=events.append,
                         skills=default_skills(timers=timers, store=None), timers=timers)
     return conv, responder, events
 
@@ -63,8 +64,9 @@ async def test_a_skill_answers_without_the_llm_and_enters_the_history(workers: W
     assert conv.history[0] == Message("user", "Set a timer for 10 minutes.")
     assert conv.history[1].content == turn.reply and "10 minute" in turn.reply
     assert conv.bell is not None and len(conv.bell.timers.active()) == 1
-    shown = [data for kind, data in events if kind == "timers"]
-    assert shown and len(shown[-1]["timers"]) == 1  # type: ignore[arg-type]
+    shown = [e for e in events if isinstance(e, TimerList)]
+    assert shown and len(shown[-1].timers) == 1
+    assert shown[-1].timers[0].kind == "timer" and shown[-1].timers[0].due_in_s > 500
 
 
 async def test_a_timer_rings_on_time_in_an_idle_session(workers: Workers) -> None:
@@ -73,7 +75,7 @@ async def test_a_timer_rings_on_time_in_an_idle_session(workers: Workers) -> Non
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
         drain(conv.speaker)
-        await until(lambda: any(k == "timer_fired" for k, _ in events), timeout=3.0)
+        await until(lambda: any(isinstance(e, TimerFired) for e in events), timeout=3.0)
         assert conv.bell is not None and conv.bell.late_ms[0] < 250
         chime_len = -(-len(chime()) // FRAME_SAMPLES)
         await until(lambda: conv.speaker.queued_frames > chime_len + 5, what="the spoken line")
@@ -81,8 +83,8 @@ async def test_a_timer_rings_on_time_in_an_idle_session(workers: Workers) -> Non
         assert chime_frames(frames) == 0  # the chime first, then the spoken line
         assert len(frames) * FRAME_SAMPLES > len(chime())
     assert len(conv.turns) == 1  # ringing is not a turn
-    fired = next(d for k, d in events if k == "timer_fired")
-    assert "done" in str(fired["text"]).lower()
+    fired = next(e for e in events if isinstance(e, TimerFired))
+    assert "done" in fired.text.lower() and fired.late_ms < 250
 
 
 async def test_a_timer_rings_ahead_of_a_reply_that_is_playing(workers: Workers) -> None:
@@ -95,7 +97,7 @@ async def test_a_timer_rings_ahead_of_a_reply_that_is_playing(workers: Workers) 
         drain(conv.speaker)
         await mic.say()  # the LLM's reply is queued and not yet played
         await until(lambda: conv.speaker.queued_frames > 0)
-        await until(lambda: any(k == "timer_fired" for k, _ in events), timeout=3.0)
+        await until(lambda: any(isinstance(e, TimerFired) for e in events), timeout=3.0)
         assert conv.bell is not None and conv.bell.late_ms[0] < 250
         frame = conv.speaker.pop()
         assert frame is not None and np.array_equal(frame, chime()[:FRAME_SAMPLES])

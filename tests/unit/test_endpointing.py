@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from models.turn_detector import LlamaTurnDetector
+from pipeline.conversation_events import Transcript
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import Pcm
 from pipeline.speaker import Speaker
@@ -205,9 +206,9 @@ async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) ->
     conv, events = conversation(models, Speaker(), partial_interval_s=0.2)
     async with Mic(conv) as mic:
         await mic.send(True, 15)
-        await until(lambda: any(kind == "transcript" for kind, _ in events), what="a caption")
-    partial = next(data for kind, data in events if kind == "transcript")
-    assert partial == {"text": "Tell me", "final": False}
+        await until(lambda: any(isinstance(e, Transcript) for e in events), what="a caption")
+    partial = next(e for e in events if isinstance(e, Transcript))
+    assert partial == Transcript("Tell me", final=False)
 
 
 @pytest.mark.parametrize(
@@ -276,6 +277,6 @@ async def test_captions_are_not_read_ahead_when_that_is_off(workers: Workers) ->
     conv, events = conversation(models, Speaker(), partial_interval_s=0.2, prefill_captions=False)
     async with Mic(conv) as mic:
         await mic.send(True, 15)
-        await until(lambda: any(kind == "transcript" for kind, _ in events), what="a caption")
+        await until(lambda: any(isinstance(e, Transcript) for e in events), what="a caption")
         await asyncio.sleep(0.1)
     assert responder.read_ahead == [] and detector.read_ahead == []

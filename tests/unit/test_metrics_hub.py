@@ -33,7 +33,7 @@ def test_publish_drops_a_stalled_client_and_keeps_serving_the_others() -> None:
     hub = Hub(limit=4)
     stalled, reading = hub.join(), hub.join()
     for i in range(1000):
-        hub.publish("turn", {"turn": i})
+        hub.publish({"type": "turn", "turn": i})
         reading.messages.clear()  # this one keeps up
         assert len(stalled.messages) <= 4
     assert stalled.dropped is not None
@@ -45,7 +45,7 @@ def test_publish_drops_a_stalled_client_and_keeps_serving_the_others() -> None:
 def test_publish_serializes_each_event_once_for_all_clients() -> None:
     hub = Hub()
     first, second = hub.join(), hub.join()
-    hub.publish("stats", {"sessions": 2})
+    hub.publish({"type": "stats", "sessions": 2})
     assert first.messages[0] is second.messages[0]
     assert json.loads(first.messages[0]) == {"type": "stats", "sessions": 2}
 
@@ -62,7 +62,7 @@ async def test_a_sender_that_never_drains_is_cancelled_when_its_client_is_droppe
 
     outbox.sender = asyncio.create_task(send_forever())
     for i in range(10):
-        hub.publish("turn", {"turn": i})
+        hub.publish({"type": "turn", "turn": i})
         await asyncio.sleep(0)
     await asyncio.wait([outbox.sender], timeout=1)
     assert outbox.sender.cancelled()

@@ -13,7 +13,8 @@ from aiortc import RTCPeerConnection
 
 from app.server import ServerOptions, Sessions
 from app.session import Session
-from pipeline.conversation import Conversation, Turn
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import Turn
 from pipeline.stats import EngineStats
 from pipeline.timeline import SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from app.transports.turns import text_only, watch_endpoint
+from pipeline.conversation_events import BargeIn, Transcript
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
@@ -40,7 +41,7 @@ async def test_a_text_turn_skips_asr_and_enters_the_history(workers: Workers) ->
     assert [(m.role, m.content) for m in conv.history] == [("user", "Two plus two?"),
                                                            ("assistant", "Four.")]
     assert conv.turns[0].timeline.has(ENDPOINT)
-    assert ("transcript", {"text": "Two plus two?", "final": True}) in events
+    assert Transcript("Two plus two?", final=True) in events
 
 
 async def test_an_audio_turn_is_transcribed_as_usual(workers: Workers) -> None:
@@ -78,8 +79,7 @@ async def test_interrupt_stops_the_reply_and_keeps_what_was_heard(workers: Worke
     heard = turn.heard.split()
     assert turn.interrupted and len(heard) == 2 and turn.reply.split()[: len(heard)] == heard
     assert conv.history[-1].interrupted
-    assert any(kind == "barge_in" and data["reason"] == "client_cancelled"
-               for kind, data in events)
+    assert any(isinstance(e, BargeIn) and e.reason == "client_cancelled" for e in events)
 
 
 async def test_a_speculative_reply_is_not_the_clients_to_cancel(workers: Workers) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from pipeline.conversation_events import ConversationEvent, ReplyDelta, Transcript
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Clause, Pcm
 from pipeline.llm import Message
 from pipeline.reply import WORD_S, Reply, Spoken, heard_words
@@ -41,11 +42,11 @@ def make_reply(
         transcriber or FakeTranscriber("how are you"), responder, synthesizer or FakeSynthesizer()
     )
     speaker = Speaker()
-    events: list[tuple[str, dict[str, object]]] = []
+    events: list[ConversationEvent] = []
     timeline = Timeline()
     timeline.stamp(SPEECH_END, now())
     reply = Reply(models, speaker, history or [], np.zeros(16_000, np.int16), timeline,
-                  lambda kind, data: events.append((kind, data)), speculative=speculative)
+                  events.append, speculative=speculative)
     if not speculative:
         reply.commit()
     return reply, speaker, events
@@ -101,9 +102,9 @@ async def test_a_reply_emits_the_transcript_and_each_text_delta(workers: Workers
     reply, speaker, events = make_reply(workers, FakeResponder(["Fine", " thanks."]))
     await play_out(speaker, asyncio.create_task(reply.run()))
     assert events == [
-        ("transcript", {"text": "how are you", "final": True}),
-        ("reply_delta", {"text": "Fine"}),
-        ("reply_delta", {"text": " thanks."}),
+        Transcript("how are you", final=True),
+        ReplyDelta("Fine"),
+        ReplyDelta(" thanks."),
     ]
     assert reply.tokens == 2
 

@@ -48,7 +48,7 @@ def make(workers: Workers, responder: FakeResponder, history: list[Message], *,
     timeline.stamp(SPEECH_END, now())
     speaker = Speaker()
     reply = Reply(models, speaker, history, np.zeros(16_000, np.int16), timeline,
-                  lambda _k, _d: None, speculative=speculative,
+                  lambda _event: None, speculative=speculative,
                   answer_skill=(lambda _t: skill) if skill is not None else None)
     if not speculative:
         reply.commit()

@@ -35,7 +35,18 @@ from app.transports.realtime.protocol import (
 )
 from app.transports.realtime.response import Response
 from app.transports.turns import watch_endpoint
-from pipeline.conversation import Conversation, Turn
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import (
+    BargeIn,
+    ConversationEvent,
+    Error,
+    ReplyDelta,
+    TimerFired,
+    TimerList,
+    Transcript,
+    Turn,
+    to_wire,
+)
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SpeechStarted, VadEvent
 from pipeline.room import Stream
@@ -46,10 +57,10 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 IDLE_POLL_S = 0.005
-APACE_EVENTS = ("timers", "timer_fired", "barge_in")
-"""Conversation events a client that asked for `?apace_events=1` also gets, as `apace.*`
-(the running timers, a timer that rang, a barge-in), besides `apace.turn`."""
 """How often an idle speaker is looked at: a reply's first frame waits at most this."""
+APACE_EVENTS = (TimerList, TimerFired, BargeIn, Turn)
+"""Conversation events a client that asked for `?apace_events=1` also gets, as `apace.*`
+(the running timers, a timer that rang, a barge-in, a finished turn)."""
 
 
 class RealtimeSession:
@@ -82,7 +93,7 @@ class RealtimeSession:
         self._rate = RateLimit(self.options.message_rate, self.options.message_burst)
         self._limited_at = -1e9
         self._in_push = False
-        self._deferred: list[tuple[str, Any]] = []
+        self._deferred: list[SpeechStarted | Endpoint | ConversationEvent] = []
         self._fed_ms = 0.0
         self._frame_t = 0.0
         self._caption = ""
@@ -241,28 +252,28 @@ class RealtimeSession:
             yield frame
             self._in_push = False
             deferred, self._deferred = self._deferred, []
-            for kind, data in deferred:
-                self._handle(kind, data)
+            for event in deferred:
+                self._handle(event)
 
     def _on_vad(self, events: list[VadEvent]) -> None:
         for event in events:
             if isinstance(event, SpeechStarted | Endpoint):
-                self._deferred.append(("vad", event))
+                self._deferred.append(event)
 
-    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+    def _emit(self, event: ConversationEvent) -> None:
         if self._in_push:
-            self._deferred.append((kind, data))
+            self._deferred.append(event)
         else:
-            self._handle(kind, data)
+            self._handle(event)
 
-    def _handle(self, kind: str, data: Any) -> None:
+    def _handle(self, event: SpeechStarted | Endpoint | ConversationEvent) -> None:
         try:
-            if kind == "vad":
-                self._vad(data)
+            if isinstance(event, SpeechStarted | Endpoint):
+                self._vad(event)
             else:
-                self._conversation_event(kind, data)
+                self._conversation_event(event)
         except Exception:  # a bug here must not end the conversation's reply task
-            log.exception("realtime session %s: %s event failed", self.id, kind)
+            log.exception("realtime session %s: %s failed", self.id, type(event).__name__)
 
     def _vad(self, event: SpeechStarted | Endpoint) -> None:
         if isinstance(event, SpeechStarted):
@@ -300,22 +311,22 @@ class RealtimeSession:
 
     # --- conversation events ---------------------------------------------------------------
 
-    def _conversation_event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "transcript":
-            self._transcript(str(data.get("text") or ""), final=bool(data.get("final")))
-        elif kind == "reply_delta":
-            response = self.response or self.open_response()
-            self.post(response.text(str(data.get("text") or "")))
-        elif kind == "barge_in" and self.response is not None:
-            self.response.cancel_reason = self.response.cancel_reason or "turn_detected"
-        elif kind == "turn":
-            self._turn(data)
-        elif kind == "error":
-            self.post(error_event(ClientError(str(data.get("message")), "server_error",
-                                              kind="server_error")))
-            self.close_response(failed=str(data.get("message")))
-        if kind in APACE_EVENTS and self.options.apace_events:
-            self.post({"type": f"apace.{kind}", "event_id": event_id(), **data})
+    def _conversation_event(self, event: ConversationEvent) -> None:
+        if isinstance(event, APACE_EVENTS) and self.options.apace_events:
+            self.post({**to_wire(event), "type": f"apace.{event.type}", "event_id": event_id()})
+        match event:
+            case Transcript(text=text, final=final):
+                self._transcript(text, final=final)
+            case ReplyDelta(text=text):
+                response = self.response or self.open_response()
+                self.post(response.text(text))
+            case BargeIn() if self.response is not None:
+                self.response.cancel_reason = self.response.cancel_reason or "turn_detected"
+            case Turn():
+                self._turn(event)
+            case Error(message=message):
+                self.post(error_event(ClientError(message, "server_error", kind="server_error")))
+                self.close_response(failed=message)
 
     def _transcript(self, text: str, *, final: bool) -> None:
         item = self.response.user_item if self.response and self.response.user_item \
@@ -334,13 +345,10 @@ class RealtimeSession:
                            "event_id": event_id(), "item_id": item, "content_index": 0,
                            "delta": delta})
 
-    def _turn(self, data: dict[str, Any]) -> None:
-        if self.options.apace_events:
-            self.post({"type": "apace.turn", "event_id": event_id(), **data})
-        heard = str(data.get("heard") or "") if data.get("interrupted") else None
+    def _turn(self, turn: Turn) -> None:
+        heard = turn.heard if turn.interrupted else None
         if self.response is not None:
-            self.items_ms[self.response.item_id] = (self.response.audio_ms,
-                                                    str(data.get("reply") or ""))
+            self.items_ms[self.response.item_id] = (self.response.audio_ms, turn.reply)
             self.close_response(heard=heard)
 
     def open_response(self) -> Response:

@@ -7,8 +7,8 @@ sent (the utterance's own trailing silence stands in for Home Assistant's end-of
 wait); the transcript to the conversation agent (`transcript` with a conversation id per
 client, so the history is kept); its `handled-chunk`s streamed into `synthesize-start/
 -chunk/-stop` on a TTS connection as they arrive. Reply audio is recorded with its arrival
-time and level on this client's clock; each exchange ends with a `turn` record shaped
-like the server's, so the quality bench scores it the same way. Wyoming has no barge-in
+time and level on this client's clock; each exchange ends with a `turn` record made by
+the server's own serializer, so the quality bench scores it the same way. Wyoming has no barge-in
 and no events after a reply: an interruption point is a normal turn, and timers cannot
 ring (apace says so over Wyoming).
 """
@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from app.client import Received, wait_event
+from pipeline import conversation_events as wire
 from pipeline.audio import rms_dbfs
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
-from pipeline.timeline import now
+from pipeline.timeline import SPEECH_END, Timeline, now
 
 CHUNK = 1024
 """Samples per audio-chunk (64 ms), as satellites send."""
@@ -47,6 +48,7 @@ class WyomingClient:
         self.received = Received()
         self.failed: str | None = None
         self._exchanges: list[asyncio.Task[None]] = []
+        self._turns = 0
 
     async def connect(self) -> None:
         """Ask the server what it offers (Home Assistant's `describe`): a refusal or no
@@ -114,14 +116,14 @@ class WyomingClient:
             if event is None or not Transcript.is_type(event.type):
                 raise ConnectionError(f"expected a transcript, got {event and event.type}")
             text = Transcript.from_event(event).text or ""
-            self._event({"type": "transcript", "text": text, "final": True})
+            self._event(wire.Transcript(text, final=True))
             reply = await self._handle_and_speak(text) if text.strip() else ""
-            self._event({"type": "turn", "transcript": text, "reply": reply,
-                         "heard": reply, "interrupted": False, "skill": None,
-                         "timeline_ms": {}, "speech_end_t": speech_end})
+            self._turns += 1
+            self._event(wire.Turn(self._turns, text, reply, heard=reply, interrupted=False,
+                                  timeline=Timeline(stamps={SPEECH_END: speech_end})))
         except (OSError, ConnectionError, TimeoutError) as error:
             self.failed = f"{type(error).__name__}: {error}"
-            self._event({"type": "error", "message": self.failed})
+            self._event(wire.Error(self.failed))
 
     async def _handle_and_speak(self, text: str) -> str:
         """The agent's reply, its chunks spoken as they arrive (Home Assistant's streaming
@@ -181,8 +183,8 @@ class WyomingClient:
             raise ConnectionError(f"cannot reach the Wyoming server: {error}") from None
         return client
 
-    def _event(self, event: dict[str, Any]) -> None:
-        self.events.append({"received": now(), **event})
+    def _event(self, event: wire.WireEvent) -> None:
+        self.events.append({"received": now(), **wire.to_wire(event)})
         self.new_event.set()
 
     async def wait_for(self, kind: str, *, after: int = 0, timeout: float = 30.0

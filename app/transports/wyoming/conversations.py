@@ -14,10 +14,10 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.transports.turns import cannot_ring, text_only
 from pipeline.conversation import Conversation
+from pipeline.conversation_events import ConversationEvent, Error, ReplyDelta, Turn
 from pipeline.engine import Engine
 from pipeline.events import AudioFrame
 from pipeline.speaker import Speaker
@@ -51,16 +51,17 @@ class _Open:
     task: asyncio.Task[None] | None = None
     turn: _Turn | None = None
 
-    def emit(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, event: ConversationEvent) -> None:
         turn = self.turn
         if turn is None or turn.done.done():
             return
-        if kind == "reply_delta" and isinstance(data.get("text"), str):
-            turn.on_delta(data["text"])
-        elif kind == "turn":
-            turn.done.set_result(str(data.get("reply") or ""))
-        elif kind == "error":
-            turn.done.set_exception(HandleError(str(data.get("message") or "the reply failed")))
+        match event:
+            case ReplyDelta(text=text):
+                turn.on_delta(text)
+            case Turn(reply=reply):
+                turn.done.set_result(reply)
+            case Error(message=message):
+                turn.done.set_exception(HandleError(message or "the reply failed"))
 
 
 class Conversations:
