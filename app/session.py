@@ -28,7 +28,7 @@ from pipeline.conversation_events import Error, GoingAway, Pong, Ready, Turn, Wi
 from pipeline.engine import Engine
 from pipeline.room import Stream
 from pipeline.speaker import Speaker
-from pipeline.timeline import TTFA_BROWSER, now
+from pipeline.timeline import now
 
 log = logging.getLogger(__name__)
 
@@ -201,11 +201,9 @@ class Session:
             return  # the conversation has not started or has ended: nothing to stamp
         # Usually the reply is still playing; if its turn was already recorded, the
         # records must learn of the stamp too.
-        recorded = [turn for turn in conv.turns[-2:] if not turn.timeline.has(TTFA_BROWSER)]
-        conv.heard_at(float(server_t))
-        for turn in recorded:
-            if turn.timeline.has(TTFA_BROWSER) and self._on_heard is not None:
-                self._on_heard(self, turn)
+        turn = conv.heard_at(float(server_t))
+        if turn is not None and self._on_heard is not None:
+            self._on_heard(self, turn)
 
     async def _on_state(self) -> None:
         state = self.pc.connectionState

@@ -306,18 +306,27 @@ class Conversation:
     def _speculation(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)
 
-    def heard_at(self, t: float) -> None:
+    def heard_at(self, t: float) -> Turn | None:
         """The page heard reply audio start at `t` (server clock): TTFA (browser).
 
-        It belongs to the latest reply that started sending before `t`, within 2 s.
+        It belongs to the latest reply that started sending before `t`, within 2 s. A reply
+        still being made takes the stamp; a turn already recorded is replaced by a copy
+        with it, which is returned (its records must learn of it); else None.
         """
-        candidates = [self._reply.timeline] if self._reply is not None else []
-        candidates += [turn.timeline for turn in reversed(self.turns[-2:])]
-        for timeline in candidates:
+        def heard(timeline: Timeline) -> bool:
             sent = timeline.stamps.get(TTFA_SERVER)
-            if sent is not None and sent <= t < sent + 2.0 and not timeline.has(TTFA_BROWSER):
-                timeline.stamp(TTFA_BROWSER, t)
-                return
+            return sent is not None and sent <= t < sent + 2.0 and not timeline.has(TTFA_BROWSER)
+
+        if self._reply is not None and heard(self._reply.timeline):
+            self._reply.timeline.stamp(TTFA_BROWSER, t)
+            return None
+        for i in range(len(self.turns) - 1, max(-1, len(self.turns) - 3), -1):
+            turn = self.turns[i]
+            if heard(turn.timeline):
+                self.turns[i] = dataclasses.replace(
+                    turn, timeline=turn.timeline.with_stamp(TTFA_BROWSER, t))
+                return self.turns[i]
+        return None
 
     def _cancel_speculation(self) -> None:
         reply = self._reply

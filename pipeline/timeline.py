@@ -47,6 +47,11 @@ class Timeline:
         """Record `name` at `t` (default: now) unless already recorded; returns the stamp."""
         return self.stamps.setdefault(name, now() if t is None else t)
 
+    def with_stamp(self, name: str, t: float) -> Timeline:
+        """A copy with `name` at `t` added (unless already recorded): a finished turn's
+        timeline is not changed in place."""
+        return Timeline(self.turn, {**self.stamps, name: self.stamps.get(name, t)})
+
     def has(self, name: str) -> bool:
         return name in self.stamps
 

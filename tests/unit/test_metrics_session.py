@@ -69,8 +69,10 @@ async def test_audio_onset_stamps_browser_ttfa_and_reports_a_recorded_turn(
     turn = _turn(1, 10.0, 10.5)
     session.conversation = FakeConversation(turn)  # type: ignore[assignment]
     session._on_message(json.dumps({"type": "audio_onset", "server_t": 10.58}))
-    assert turn.timeline.ms(TTFA_BROWSER) == pytest.approx(580.0)
-    assert session.heard == [turn]  # type: ignore[attr-defined]
+    stamped = session.conversation.turns[0]  # type: ignore[union-attr]
+    assert stamped.timeline.ms(TTFA_BROWSER) == pytest.approx(580.0)
+    assert session.heard == [stamped]  # type: ignore[attr-defined]
+    assert not turn.timeline.has(TTFA_BROWSER)  # the recorded turn is replaced, not changed
     assert _sent(session) == []
 
 
