@@ -1,4 +1,5 @@
-"""One room gate per conversation, with its models: a noise suppressor and Silero VAD.
+"""One room gate per conversation, with its models: a noise suppressor, Silero VAD and
+the automatic gain (WebRTC's, when `RoomOptions.gain_dbfs` is set).
 
 Both keep per-stream state, so each conversation gets fresh ones from the factory; the
 Silero ONNX session itself is shared. Built once at start-up (`room_factory`) so that a
@@ -36,15 +37,20 @@ def room_factory(options: RoomOptions, *, denoiser: str | None = "webrtc",
             denoiser = None
     if neural_vad and options.enabled:
         SileroVad()  # raises ModelError with the fix if the model cannot load
+    agc = options.enabled and options.conditioning and options.gain_dbfs > 0
+    if agc:
+        load_conditioner("webrtc", suppression=0, gain_dbfs=options.gain_dbfs)  # or say why
 
     kind = denoiser
 
     def make(stream: Stream) -> Room:
-        conditioner = None
+        conditioner = gain = None
         if kind is not None and not stream.processed:
             conditioner = load_conditioner(kind)
+        if options.gain_dbfs and agc and not stream.processed:
+            gain = load_conditioner("webrtc", suppression=0, gain_dbfs=options.gain_dbfs)
         return Room(options, conditioner=conditioner,
                     speech_probability=SileroVad() if neural_vad and options.enabled else None,
-                    stream=stream)
+                    stream=stream, gain=gain)
 
     return make

@@ -163,6 +163,9 @@ class Endpointer:
         voiced = heard.voiced
         if voiced and self.options.speech_floor_db:
             voiced = self._above_floor(rms_dbfs(pcm))
+        ear = room.for_ear(pcm)
+        if ear is not pcm:
+            frame = AudioFrame(ear, frame.t)
         events = self.advance(frame, voiced, confirmed=voiced and heard.confirmed,
                               resumes=voiced and heard.resumes)
         if any(isinstance(event, Endpoint) for event in events):

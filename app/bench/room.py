@@ -38,8 +38,9 @@ from pipeline.tts import first_sound
 
 @dataclass(frozen=True)
 class Condition:
-    """A room: `noise` ("babble", "pink", "white" or None) `snr_db` below the user, and
-    the reply's echo `echo_db` (None: none) after `echo_delay_s`."""
+    """A room: `noise` ("babble", "pink", "white" or None) `snr_db` below the user at the
+    usual level, the reply's echo `echo_db` (None: none) after `echo_delay_s`, and the
+    user `voice_db` from the usual level (a soft or distant talker)."""
 
     name: str
     noise: str | None = None
@@ -47,6 +48,7 @@ class Condition:
     echo_db: float | None = None
     echo_delay_s: float = 0.1
     talk_overs: int = 0
+    voice_db: float = 0.0
 
 
 CONDITIONS = {c.name: c for c in (
@@ -59,6 +61,8 @@ CONDITIONS = {c.name: c for c in (
     Condition("echo10", echo_db=-10, echo_delay_s=0.1, talk_overs=3),
     Condition("echo6-200ms", echo_db=-6, echo_delay_s=0.2, talk_overs=3),
     Condition("echo10-babble15", "babble", 15, echo_db=-10, echo_delay_s=0.1, talk_overs=3),
+    # A talker 30 dB softer than usual over a microphone's own hiss (25 dB under them).
+    Condition("soft30", "white", 55, voice_db=-30),
 )}
 DEFAULT_CONDITIONS = ("clean", "babble15", "pink10", "white25", "echo10")
 LONG_ASK = "Tell me a story about a dragon who lived by the sea."
@@ -221,7 +225,8 @@ async def _quiet(client: Client, quiet_s: float, timeout: float) -> None:
 async def run_condition(url: str, condition: Condition, questions: Sequence[Utterance],
                         long_ask: Utterance, room: Float | None) -> ConditionResult:
     """One fresh WebRTC session in this room: every question, then the talk-overs."""
-    mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s)
+    mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s,
+                  voice_db=condition.voice_db)
     result = ConditionResult(condition)
     async with Client(url, mix=mix.mix, hear=mix.hear) as client:
         await asyncio.sleep(1.0)  # the room is heard before anyone speaks

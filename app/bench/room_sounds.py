@@ -129,12 +129,14 @@ def scaled(noise: Float, speech_rms: float, snr_db: float) -> Float:
 class RoomMix:
     """What a microphone in the room hears: the user's audio, the room's sound (looped),
     and — if `echo_db` is set — what the loudspeaker plays, `echo_delay_s` later and
-    `echo_db` down. The bench client calls `heard` with each frame it receives and `mix`
-    with each frame it sends (both 16 kHz mono)."""
+    `echo_db` down; the user's audio `voice_db` from its level. The bench client calls
+    `heard` with each frame it receives and `mix` with each frame it sends (both 16 kHz
+    mono)."""
 
     def __init__(self, room: Float | None, *, echo_db: float | None = None,
-                 echo_delay_s: float = 0.1) -> None:
+                 echo_delay_s: float = 0.1, voice_db: float = 0.0) -> None:
         self.room = room
+        self.voice_gain = 10 ** (voice_db / 20)
         self._at = 0
         self.echo_gain = 10 ** (echo_db / 20) if echo_db is not None else 0.0
         self._delay = int(echo_delay_s * SAMPLE_RATE)
@@ -157,7 +159,7 @@ class RoomMix:
 
     def mix(self, pcm: Pcm) -> Pcm:
         """One outgoing frame with the room and the echo added."""
-        out = pcm.astype(np.float32) / 32768.0
+        out = pcm.astype(np.float32) / 32768.0 * self.voice_gain
         if self.room is not None:
             index = (self._at + np.arange(len(out))) % len(self.room)
             out = out + self.room[index]

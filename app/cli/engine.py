@@ -40,7 +40,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                            max_sentences=args.max_sentences, max_exchanges=args.history_exchanges,
                            keep_interrupted=args.keep_interrupted,
                            copy_guard=not args.no_copy_guard),
-        room=RoomOptions(enabled=not args.no_room_gate, always_suppress=args.always_denoise),
+        room=_checked(RoomOptions, "--agc", enabled=not args.no_room_gate,
+                      always_suppress=args.always_denoise, gain_dbfs=args.agc),
     )
     settings = Settings(
         models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
@@ -124,6 +125,9 @@ def _room_flags(parser: argparse.ArgumentParser) -> None:
     room.add_argument("--always-denoise", action="store_true",
                       help="suppress noise in a quiet room too (default: only once the room's"
                       " own level is noisy, above -50 dBFS)")
+    room.add_argument("--agc", type=int, default=0, metavar="DBFS",
+                      help="automatic gain on what the recognizer hears of raw microphone audio:"
+                      " the level to aim for, dB below full scale (1-31, e.g. 3; default 0: off)")
     room.add_argument("--no-room-gate", action="store_true",
                       help="webrtcvad alone decides who speaks: no room level, no echo guard,"
                       " no neural VAD (nor noise suppression)")

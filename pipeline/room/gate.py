@@ -37,10 +37,10 @@ IDLE_WAIT_FRAMES = 15
 
 EARLY_MARGIN_DB = 18.0
 EARLY_MIN_FRAMES = 3
-QUIET_DB = -50.0
-"""A stream whose frames so far were typically this quiet has no talk in its room."""
 """Before the room is known, a start must stand this far above the quietest tenth of the
 frames heard so far (at least this many)."""
+QUIET_DB = -50.0
+"""A stream whose frames so far were typically this quiet has no talk in its room."""
 
 SpeechProbability = Callable[[Pcm], float]
 """A neural VAD fed every 20 ms frame of one stream: the probability it is speech."""
@@ -58,6 +58,12 @@ class RoomOptions:
     always_suppress: bool = False
     """Suppress noise in a quiet room too (default: only once the raw room is noisy,
     pipeline.room.conditioning.Suppression)."""
+    gain_dbfs: int = 0
+    """Automatic gain on what the recognizer hears of a raw stream (WebRTC's digital AGC:
+    the level it aims for, dB below full scale, 1-31; 0 off). Only the utterance audio is
+    raised: the gate judges the frames as they came, so its learned levels and the echo
+    guard's loss are not moved by the gain. Whisper tiny.en on a talker 35 dB down: WER
+    21.0 % → 18.7 % with 3; at normal levels no change (README, "Real rooms")."""
     start_margin_db: float = 4.0
     """A turn starts (or resumes, or interrupts) only on voice this far above the room's
     usual peaks (its 90th-percentile frame level)."""
@@ -107,6 +113,8 @@ class RoomOptions:
             raise ValueError("room speech_probability must be in [0, 1)")
         if not 0.1 <= self.max_echo_delay_s <= 2:
             raise ValueError("room max_echo_delay_s must be 0.1-2 s")
+        if not 0 <= self.gain_dbfs <= 31:
+            raise ValueError(f"room gain_dbfs must be 0 (off) or 1-31, got {self.gain_dbfs}")
 
 
 @dataclass(frozen=True)
@@ -144,12 +152,14 @@ class Room:
     def __init__(self, options: RoomOptions | None = None, *,
                  conditioner: Conditioner | None = None,
                  speech_probability: SpeechProbability | None = None,
-                 stream: Stream | None = None) -> None:
+                 stream: Stream | None = None, gain: Conditioner | None = None) -> None:
         self.options = options or RoomOptions()
         self.stream = stream or Stream()
         self.conditioning = self.options.conditioning and not self.stream.processed
         """Per stream: False when the client says it suppressed noise itself."""
         self._conditioner = conditioner
+        self._gain = gain if self.conditioning else None
+        """The automatic gain on what the recognizer hears (RoomOptions.gain_dbfs)."""
         self.suppression = Suppression()
         """Whether the conditioner's output is used: in a noisy room (or always_suppress)."""
         self._speech = speech_probability
@@ -177,6 +187,11 @@ class Room:
         self.suppression.hear(pcm)
         suppressed = condition(self._conditioner, pcm)
         return suppressed if self.suppression.on or self.options.always_suppress else pcm
+
+    def for_ear(self, pcm: Pcm) -> Pcm:
+        """A judged frame as the recognizer gets it: raised by the automatic gain, if any
+        (fed every frame, so its gain follows the stream)."""
+        return pcm if self._gain is None else condition(self._gain, pcm)
 
     def judge(self, pcm: Pcm, t: float, voiced: bool, *, in_utterance: bool) -> Heard:
         """Verdicts on a (conditioned) frame that webrtcvad called `voiced` or not;

@@ -64,6 +64,12 @@ def test_the_room_mix_plays_the_reply_back_after_its_delay_and_attenuated() -> N
     assert int(out[first][0]) == pytest.approx(10000 * 10 ** (-10 / 20), abs=2)
 
 
+def test_a_soft_talker_is_mixed_voice_db_down_over_the_room() -> None:
+    mix = RoomMix(np.full(FRAME_SAMPLES, 0.001, np.float32), voice_db=-30)
+    out = mix.mix(np.full(FRAME_SAMPLES, 10000, np.int16))
+    assert int(out[0]) == pytest.approx(10000 * 10 ** (-30 / 20) + 0.001 * 32768, abs=2)
+
+
 def test_a_talk_over_is_scored_apart_from_the_questions() -> None:
     asked = [Asked("tell me a story", 1.0, 2.0), Asked("stop please", 5.0, 6.0, talk_over=True)]
     events = [turn(2.1, "tell me a story"), {"type": "barge_in", "received": 5.3}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
 from pipeline.room import Room, RoomOptions, Stream
@@ -204,3 +205,49 @@ def test_a_browser_session_quiet_so_far_hears_a_question_before_the_room_is_know
     for level in np.random.default_rng(2).uniform(-45, -35, 15):
         talking.judge(noise(float(level)), clock(), True, in_utterance=False)
     assert not talking.judge(noise(-25), clock(), True, in_utterance=False).confirmed
+
+
+class Louder:
+    """A fake automatic gain: x4 (+12 dB), recording how much it was fed."""
+
+    def __init__(self) -> None:
+        self.fed = 0
+
+    def process(self, pcm: np.ndarray) -> np.ndarray:
+        self.fed += len(pcm)
+        return np.clip(pcm.astype(np.int32) * 4, -32768, 32767).astype(np.int16)
+
+
+def test_the_gain_raises_what_the_recognizer_hears_not_what_the_gate_judges() -> None:
+    """A turn spoken 20 dB too softly: the utterance audio handed on is raised, the gate
+    judged the frames as they came (the same events as without a gain), and the gain was
+    fed every frame so that it follows the stream."""
+    quiet = [noise(-80) for _ in range(40)]
+    turn = [noise(-40) for _ in range(20)]
+    results = []
+    for gain in (None, Louder()):
+        endpointer = Endpointer(VadOptions(), classify=lambda pcm: bool(np.abs(pcm).max() > 10),
+                                room=Room(RoomOptions(min_turn_ms=100), gain=gain))
+        events = feed(endpointer, quiet + turn + quiet)
+        ends = [e for e in events if isinstance(e, Endpoint)]
+        assert len(ends) == 1
+        results.append(([type(e) for e in events], ends[0].audio))
+        if gain is not None:
+            assert gain.fed == FRAME_SAMPLES * len(quiet + turn + quiet)
+    (plain_events, plain_audio), (gained_events, gained_audio) = results
+    assert gained_events == plain_events
+    assert len(gained_audio) == len(plain_audio)
+    assert np.abs(gained_audio).max() == 4 * np.abs(plain_audio).max()
+
+
+def test_the_gain_must_be_off_or_a_level_below_full_scale() -> None:
+    for bad in (-1, 32):
+        with pytest.raises(ValueError, match="gain_dbfs"):
+            RoomOptions(gain_dbfs=bad)
+
+
+def test_a_browser_stream_gets_no_server_gain() -> None:
+    gain = Louder()
+    room = Room(gain=gain, stream=Stream(processed=True))
+    frame = np.full(FRAME_SAMPLES, 100, np.int16)
+    assert room.for_ear(frame) is frame and gain.fed == 0
