@@ -64,26 +64,26 @@ def _cmd_down(_args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from app.cli import exposure, server_options
     from app.cli.engine import settings_from
-    from app.cli.errors import UsageError as _UsageError
-    from app.cluster.run import connect, engine_from, serve_cluster
+    from app.cluster.run import connect, engine_from, names_from, serve_cluster
     from app.serve import LOOPBACK_HOSTS, secure
+    from app.transports.flags import wyoming_options
     from models.locate import config_path
 
-    if args.wyoming is not None:
-        raise _UsageError("the cluster serves WebRTC; run `apace wyoming` on a node for "
-                          "Home Assistant")
     options = server_options(args)
     settings = settings_from(args)
     settings.models.resolve()  # a model missing here is missing on the nodes: say so now
     try:
         tls, access, _pairing = secure(exposure(args), config_path().parent)
+        wyoming = None if args.wyoming is None else wyoming_options(args, standalone=False)
     except ValueError as error:
         raise UsageError(str(error)) from None
     _connect(connect, args.address)
     try:
         asyncio.run(serve_cluster(functools.partial(engine_from, settings), options,
                                   host=args.host, port=args.port, tls=tls, access=access,
-                                  loopback=args.loopback or args.host in LOOPBACK_HOSTS))
+                                  loopback=args.loopback or args.host in LOOPBACK_HOSTS,
+                                  wyoming=wyoming, zeroconf=args.zeroconf,
+                                  make_names=functools.partial(names_from, settings)))
     except ValueError as error:
         raise UsageError(str(error)) from None
     return 0

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from app.cluster.listeners import Endpoints, ListenerOptions
 from app.cluster.node import NodeServer
 from app.cluster.placement import Placement
 from app.server import ServerOptions
@@ -56,15 +58,19 @@ def node_name(info: dict[str, Any]) -> str:
 
 class Supervisor:
     """Keeps one started node actor per live `apace_node` machine; `nodes` is what the
-    ingress routes to (only started nodes are in it)."""
+    ingress routes to (only started nodes are in it), `endpoints` where each one's
+    Realtime and Wyoming listeners are (with `listeners`; else none are opened)."""
 
     def __init__(self, make_engine: Callable[[], Engine], options: ServerOptions,
-                 placement: Any, *, loopback: bool = False) -> None:
+                 placement: Any, *, loopback: bool = False,
+                 listeners: ListenerOptions | None = None) -> None:
         self.make_engine = make_engine
         self.options = options
         self.placement = placement
         self.loopback = loopback
+        self.listeners = listeners
         self.nodes: dict[str, Any] = {}
+        self.endpoints: dict[str, Endpoints] = {}
         self._starting: dict[str, asyncio.Task[None]] = {}
         self._ids: dict[str, str] = {}  # name → Ray node id
 
@@ -89,18 +95,29 @@ class Supervisor:
                 self._ids[name] = info["NodeID"]
                 cpus = max(1, int(info.get("Resources", {}).get("CPU", 1)))
                 self._starting[name] = asyncio.create_task(
-                    self._start(name, info["NodeID"], cpus), name=f"start-{name}")
+                    self._start(name, info["NodeID"], cpus, self._listeners_at(info)),
+                    name=f"start-{name}")
+
+    def _listeners_at(self, info: dict[str, Any]) -> ListenerOptions | None:
+        """The node's listeners bind the address Ray reaches it at (the ingress's way
+        there too); every node on one machine (tests): loopback."""
+        if self.listeners is None:
+            return None
+        host = "127.0.0.1" if self.loopback else info.get("NodeManagerAddress") or "127.0.0.1"
+        return replace(self.listeners, host=host)
 
     def forget(self, name: str) -> None:
         """Drop the node's actor (it died, or the ingress found it failing)."""
         self._ids.pop(name, None)
+        self.endpoints.pop(name, None)
         actor = self.nodes.pop(name, None)
         if actor is not None:
             import ray
 
             ray.kill(actor, no_restart=True)
 
-    async def _start(self, name: str, node_id: str, cpus: int) -> None:
+    async def _start(self, name: str, node_id: str, cpus: int,
+                     listeners: ListenerOptions | None) -> None:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -111,13 +128,15 @@ class Supervisor:
             # Ray sets OMP_NUM_THREADS=1 in an actor that asks for no CPU; the node's models
             # take turns on every CPU Ray may schedule there (OpenMP libraries read it).
             runtime_env={"env_vars": {"OMP_NUM_THREADS": str(cpus)}},
-        ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback)
+        ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback,
+                  listeners=listeners)
         try:
-            await asyncio.wait_for(_await(actor.start.remote()), START_TIMEOUT_S)
+            endpoints = await asyncio.wait_for(_await(actor.start.remote()), START_TIMEOUT_S)
         except Exception:
             log.exception("node %s did not start", name)
             ray.kill(actor, no_restart=True)
         else:
+            self.endpoints[name] = endpoints
             self.nodes[name] = actor
             log.info("node %s is up", name)
         finally:
@@ -134,6 +153,7 @@ class Supervisor:
         for actor in self.nodes.values():
             ray.kill(actor, no_restart=True)
         self.nodes.clear()
+        self.endpoints.clear()
 
 
 async def _await(ref: Any) -> Any:

@@ -1,11 +1,14 @@
-"""The cluster's one address: the page, `/offer` routed to a node, and the dashboard,
-`/api/*` and `/metrics` merged across nodes.
+"""The cluster's one address: the page, `/offer` routed to a node, `/v1/realtime` piped
+to one, and the dashboard, `/api/*` and `/metrics` merged across nodes. (The Wyoming
+port, beside it in the same process: app.cluster.wyoming.)
 
-Only signalling passes here. An offer is checked as the single box checks it, a slot is
-held on the node the placement book chooses, and the offer goes to that node's actor; the
-node's SDP answer (its own host candidates) comes back, so media flows browser ↔ node.
-A node that fails while answering is forgotten and the offer tried on the next one. The
-same access rules and refusal answers as `apace serve` (app.security) guard every route.
+For WebRTC only signalling passes here. An offer is checked as the single box checks
+it, a slot is held on the node the placement book chooses (app.cluster.routing), and the
+offer goes to that node's actor; the node's SDP answer (its own host candidates) comes
+back, so media flows browser ↔ node. A node that fails while answering is forgotten and
+the offer tried on the next one. `/v1/realtime` is placed the same way and its websocket
+piped to the node (app.cluster.realtime). The same access rules and refusal answers as
+`apace serve` (app.security) guard every route.
 
 The ingress is a plain aiohttp application in the `apace cluster serve` process rather
 than a Ray Serve deployment: it is one hop (no Serve proxy in front), reuses the single
@@ -16,65 +19,34 @@ box's access middleware and refusals unchanged, and starts in well under a secon
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
 
 from app import dashboard as dash
 from app.cluster.merge import merged_metrics, merged_stats, node_turns
-from app.cluster.placement import Refusal
+from app.cluster.realtime import add_realtime
+from app.cluster.routing import CLUSTER, Cluster, NodeBusy, book, call, place_on
 from app.prometheus import CONTENT_TYPE
 from app.security import access as acl
 from app.security.limits import Refused, parse_json, read_body, refusals
 from app.security.pairing import ACCESS, pair, pair_page
 from app.server import MAX_OFFER_BYTES, WEB_DIR, parse_offer
 
+__all__ = ["CLUSTER", "Cluster", "make_ingress"]
+
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 3
-"""Nodes an offer is tried on before the client is told to retry."""
 OFFER_TIMEOUT_S = 10.0
 """A node that has not answered an offer in this long is taken for failed."""
-BOOK_TIMEOUT_S = 5.0
-"""The placement actor answers in a millisecond; this long means it is being restarted."""
 POLL_S = 1.0
 """How often the merged dashboard feed asks the nodes for new turns."""
 SEEN_TURNS = 10_000
 """Turns the merged feed remembers having pushed (far more than the nodes keep)."""
-
-
-@dataclass
-class Cluster:
-    """What the ingress reaches through Ray: the placement book and the node actors
-    (anything whose methods have `.remote(...)` returning an awaitable)."""
-
-    placement: Any
-    nodes: Mapping[str, Any]
-    """Node name → its actor, kept current by the supervisor (app.cluster.control)."""
-    retry_after_s: int = 5
-    slo_ttfa_ms: float = 800.0
-    hub: dash.Hub = field(default_factory=dash.Hub)
-    forgotten: Callable[[str], None] = lambda _node: None
-    """Told when the ingress finds a node dead (the supervisor drops its actor)."""
-
-
-CLUSTER: web.AppKey[Cluster] = web.AppKey("cluster")
-
-
-async def call(method: Any, *args: Any, timeout: float | None = None) -> Any:
-    """`actor.method.remote(*args)`, awaited (with a timeout)."""
-    result = method.remote(*args)
-    if hasattr(result, "__await__"):
-        return await asyncio.wait_for(_wait(result), timeout)
-    return result
-
-
-async def _wait(ref: Any) -> Any:
-    return await ref
 
 
 async def offer(request: web.Request) -> web.Response:
@@ -84,60 +56,20 @@ async def offer(request: web.Request) -> web.Response:
                            f"{request.content_type[:64]!r}")
     data = parse_json(await read_body(request, limit=MAX_OFFER_BYTES), max_bytes=MAX_OFFER_BYTES)
     parse_offer(data)  # nothing malformed is forwarded
-    return await place(cluster, data)
+    return await place_on(cluster, functools.partial(_offer_on, cluster, data))
 
 
-async def place(cluster: Cluster, data: dict[str, Any]) -> web.Response:
-    """Hold a slot, forward the offer there; on a failed node, the next one."""
-    retry = {"Retry-After": str(cluster.retry_after_s)}
-    last = "no node answered"
-    tried: list[str] = []
-    for _ in range(ATTEMPTS):
-        placed = await _book(cluster, "reserve", tried)
-        if isinstance(placed, Refusal):
-            if tried:  # the nodes left refused it, or there are none left
-                break
-            raise Refused(503, f"cluster {placed.reason}; try again later", retry,
-                          kind=placed.kind)
-        node, hold = placed
-        tried.append(node)
-        actor = cluster.nodes.get(node)
-        answer: dict[str, Any] | None = None
-        try:
-            if actor is not None:
-                answer = await call(actor.offer, data, timeout=OFFER_TIMEOUT_S)
-        except Exception as error:  # the actor died (RayActorError), or hangs
-            log.warning("node %s failed an offer (%s): forgetting it", node,
-                        type(error).__name__)
-        finally:
-            placed_ok = answer is not None and answer["status"] == 200
-            await _book(cluster, "settle", node, hold, placed_ok)
-        if answer is None:
-            await _forget(cluster, node)
-            last = f"node {node} failed"
-            continue
-        if answer["status"] == 503:  # its own admission refused: another node may not
-            last = answer["body"]["error"]
-            continue
-        return web.json_response(answer["body"], status=answer["status"],
-                                 headers=answer.get("headers") or {})
-    raise Refused(503, f"no node could take the conversation ({last}); try again later",
-                  retry, kind="full")
-
-
-async def _book(cluster: Cluster, method: str, *args: Any) -> Any:
-    """A call on the placement book; while it is being restarted, 503 with Retry-After."""
-    try:
-        return await call(getattr(cluster.placement, method), *args, timeout=BOOK_TIMEOUT_S)
-    except Exception as error:
-        log.warning("placement %s failed: %s", method, type(error).__name__)
-        raise Refused(503, "the cluster's placement is restarting; try again shortly",
-                      {"Retry-After": str(cluster.retry_after_s)}, kind="none") from None
-
-
-async def _forget(cluster: Cluster, node: str) -> None:
-    cluster.forgotten(node)
-    await _book(cluster, "forget", node)
+async def _offer_on(cluster: Cluster, data: dict[str, Any], node: str
+                    ) -> tuple[web.Response, bool]:
+    """Forward the offer to `node`'s actor: its answer, and whether a session opened."""
+    actor = cluster.nodes.get(node)
+    if actor is None:
+        raise LookupError(f"node {node} has no actor")
+    answer = await call(actor.offer, data, timeout=OFFER_TIMEOUT_S)
+    if answer["status"] == 503:
+        raise NodeBusy(answer["body"]["error"])
+    return (web.json_response(answer["body"], status=answer["status"],
+                              headers=answer.get("headers") or {}), answer["status"] == 200)
 
 
 async def _each_node(cluster: Cluster, method: str) -> dict[str, Any]:
@@ -162,12 +94,12 @@ async def api_stats(request: web.Request) -> web.Response:
 async def _stats(cluster: Cluster) -> dict[str, Any]:
     stats, turns = await asyncio.gather(_each_node(cluster, "stats"),
                                         _each_node(cluster, "turns"))
-    nodes = await _book(cluster, "view")
+    nodes = await book(cluster, "view")
     return merged_stats(stats, node_turns(turns), nodes, cluster.slo_ttfa_ms)
 
 
 async def api_nodes(request: web.Request) -> web.Response:
-    return web.json_response({"nodes": await _book(request.app[CLUSTER], "view")})
+    return web.json_response({"nodes": await book(request.app[CLUSTER], "view")})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -186,7 +118,7 @@ async def health(request: web.Request) -> web.Response:
     """Liveness, and the cluster's sessions and resident memory summed over its nodes
     (what `apace bench --sessions --url` reads, as from a single box)."""
     cluster = request.app[CLUSTER]
-    nodes, healths = await asyncio.gather(_book(cluster, "view"), _each_node(cluster, "health"))
+    nodes, healths = await asyncio.gather(book(cluster, "view"), _each_node(cluster, "health"))
     return web.json_response({
         "ok": True, "nodes": len(nodes),
         "sessions": sum(h["sessions"] for h in healths.values()),
@@ -242,6 +174,7 @@ def make_ingress(cluster: Cluster, access: acl.AccessPolicy | None = None) -> we
     app.router.add_get("/ws/dashboard", feed)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", health)
+    add_realtime(app)  # GET /v1/realtime: piped to a node's own (app.cluster.realtime)
 
     async def background(_app: web.Application) -> AsyncIterator[None]:
         poller = asyncio.create_task(_poll_feed(cluster), name="cluster-dashboard")

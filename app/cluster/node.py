@@ -5,8 +5,9 @@ Ray runs `NodeServer` as one actor per machine, pinned there (app.cluster.contro
 signalling reaches it through Ray — the offer, forwarded by the ingress — so its
 RTCPeerConnections gather this machine's own host candidates and the browser's media
 flows here directly, never through the ingress. The node is the single box's server
-without its HTTP listener: the same `Sessions` (cap, load admission, drain, turns,
-metrics) and the same `answer_offer`.
+without its page: the same `Sessions` (cap, load admission, drain, turns, metrics) and
+the same `answer_offer`; its Realtime and Wyoming clients reach it through the ingress,
+piped to listeners that answer the ingress only (app.cluster.listeners).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.cluster.listeners import Endpoints, ListenerOptions, NodeListeners
 from app.cluster.placement import NodeReport
 from app.metrics import ttfa_ms
 from app.security.limits import Refused
@@ -36,20 +38,24 @@ RECENT_TURNS = 50
 class NodeServer:
     """A node's conversations. `make_engine` builds (and warms) the models in a thread;
     `placement` receives a `NodeReport` each second (a Ray actor handle, or anything with
-    `report.remote(report)`; None: no reports)."""
+    `report.remote(report)`; None: no reports). `listeners`: open the node's Realtime
+    (and Wyoming) listeners for the ingress (None: WebRTC only)."""
 
     def __init__(self, node: str, make_engine: Callable[[], Engine], options: ServerOptions,
-                 placement: Any = None, *, loopback: bool = False) -> None:
+                 placement: Any = None, *, loopback: bool = False,
+                 listeners: ListenerOptions | None = None) -> None:
         self.node = node
         self.options = options
         self._make_engine = make_engine
         self._placement = placement
         self._loopback = loopback
+        self._listeners = NodeListeners(listeners) if listeners is not None else None
         self.sessions: Sessions | None = None
         self._reporter: asyncio.Task[None] | None = None
 
-    async def start(self) -> str:
-        """Load the models, then report from now on. Returns the node's name."""
+    async def start(self) -> Endpoints:
+        """Load the models, open the listeners, then report from now on. Returns where
+        the listeners are."""
         if self._loopback:  # every node on one machine (tests, a laptop): media on loopback
             from app.serve import use_loopback_candidates
 
@@ -57,8 +63,11 @@ class NodeServer:
         engine = await asyncio.to_thread(self._make_engine)
         await engine.warm()
         self.sessions = Sessions(engine, self.options)
+        endpoints = Endpoints()
+        if self._listeners is not None:
+            endpoints = await self._listeners.start(self.sessions)
         self._reporter = asyncio.create_task(self._report_loop(), name="node-report")
-        return self.node
+        return endpoints
 
     async def offer(self, data: dict[str, Any]) -> dict[str, Any]:
         """An offer forwarded by the ingress: {status, body, headers} as the single box
@@ -108,6 +117,8 @@ class NodeServer:
             self._reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reporter
+        if self._listeners is not None:
+            await self._listeners.close()
         if self.sessions is not None:
             await self.sessions.close_all()
             self.sessions.engine.close()

@@ -4,14 +4,16 @@ node actors), `drain` and `status`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import secrets
 import shutil
 import signal
 import ssl
 import subprocess
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -23,9 +25,14 @@ from app.cluster.control import (
     placement_actor,
 )
 from app.cluster.ingress import Cluster, make_ingress
+from app.cluster.listeners import ListenerOptions
 from app.security.access import AccessPolicy
 from app.server import ServerOptions
 from pipeline.engine import Engine
+
+if TYPE_CHECKING:
+    from app.transports.wyoming.info import ProgramNames
+    from app.transports.wyoming.server import WyomingOptions
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +69,13 @@ def engine_from(settings: Any) -> Engine:
     return build_engine(settings)[0]
 
 
+def names_from(settings: Any, engine: Engine) -> ProgramNames:
+    """What the node's Wyoming `info` calls its models (its own files, as on one box)."""
+    from app.transports.wyoming.run import program_names
+
+    return program_names(settings, settings.models.resolve(), engine)
+
+
 def run_up(command: Sequence[str]) -> int:
     print("apace: " + " ".join(command), flush=True)
     return subprocess.call(list(command))
@@ -79,14 +93,20 @@ def connect(address: str | None, env: dict[str, str] | None = None) -> None:
 async def serve_cluster(make_engine: Callable[[], Engine], options: ServerOptions, *,
                         host: str, port: int, tls: ssl.SSLContext | None,
                         access: AccessPolicy | None, loopback: bool,
-                        stop: asyncio.Event | None = None,
+                        wyoming: WyomingOptions | None = None,
+                        make_names: Callable[[Engine], ProgramNames] | None = None,
+                        zeroconf: str | None = None, stop: asyncio.Event | None = None,
                         ready: Callable[[Cluster], None] | None = None) -> None:
-    """Run the cluster's ingress on host:port until `stop` is set (default: a signal).
-    Ray must be connected (`connect`)."""
+    """Run the cluster's ingress on host:port (and its Wyoming port, with `wyoming`) until
+    `stop` is set (default: a signal). Ray must be connected (`connect`)."""
     placement = placement_actor()
-    supervisor = Supervisor(make_engine, options, placement, loopback=loopback)
+    secret = secrets.token_urlsafe(32)  # the node listeners answer only who holds it
+    listeners = ListenerOptions(secret=secret, wyoming=wyoming, make_names=make_names)
+    supervisor = Supervisor(make_engine, options, placement, loopback=loopback,
+                            listeners=listeners)
     cluster = Cluster(placement, supervisor.nodes, retry_after_s=options.retry_after_s,
-                      slo_ttfa_ms=options.slo_ttfa_ms, forgotten=supervisor.forget)
+                      slo_ttfa_ms=options.slo_ttfa_ms, forgotten=supervisor.forget,
+                      endpoints=supervisor.endpoints, secret=secret)
     runner = web.AppRunner(make_ingress(cluster, access), handle_signals=False,
                            auto_decompress=False, shutdown_timeout=3.0)
     await runner.setup()
@@ -98,14 +118,41 @@ async def serve_cluster(make_engine: Callable[[], Engine], options: ServerOption
         except OSError as error:
             raise ValueError(f"cannot listen on {host}:{port}: {error.strerror}") from None
         print(f"apace cluster ready: {'https' if tls else 'http'}://{host}:{port}/", flush=True)
-        if ready is not None:
-            ready(cluster)
-        await _until(stop)
+        async with _wyoming_ingress(cluster, wyoming, zeroconf):
+            if ready is not None:
+                ready(cluster)
+            await _until(stop)
     finally:
         watcher.cancel()
         await asyncio.wait([watcher])
         await runner.cleanup()
         await supervisor.stop()
+
+
+@contextlib.asynccontextmanager
+async def _wyoming_ingress(cluster: Cluster, options: WyomingOptions | None,
+                           zeroconf: str | None) -> AsyncIterator[None]:
+    """The cluster's Wyoming port while inside (none without `options`), announced on
+    the LAN as `zeroconf` when named."""
+    if options is None:
+        yield
+        return
+    from app.cluster.wyoming import WyomingIngress
+    from app.security.access import is_wildcard, lan_address
+    from app.transports.wyoming.zeroconf import announce
+
+    server = WyomingIngress(cluster, options)
+    await server.start()
+    try:
+        print(f"apace cluster wyoming ready: tcp://{options.host}:{server.port}", flush=True)
+        async with contextlib.AsyncExitStack() as stack:
+            if zeroconf is not None:
+                address = (lan_address() or "127.0.0.1") if is_wildcard(options.host) \
+                    else options.host
+                await stack.enter_async_context(announce(zeroconf, server.port, address))
+            yield
+    finally:
+        await server.close()
 
 
 async def _until(stop: asyncio.Event | None) -> None:

@@ -1,8 +1,11 @@
 """apace on a Ray cluster (app.cluster), on one machine: `ray.cluster_utils.Cluster` with
 a head (the ingress only) and two apace nodes, each node actor loading the real embedded
 models; every node's media on loopback. Conversations are placed across nodes, refused
-with 503 + Retry-After when both are full, survive the loss of the other node, keep
-talking through a drain, and a real spoken question is answered through the ingress."""
+with 503 + Retry-After when both are full (WebRTC, Realtime and Wyoming alike), survive
+the loss of the other node, keep talking through a drain, and a real spoken question is
+answered through the ingress — over WebRTC, over a Realtime websocket piped to a node's
+own listener, and over Wyoming piped the same way; the node listeners refuse anyone
+without the cluster secret."""
 
 from __future__ import annotations
 
@@ -22,7 +25,10 @@ from app.cluster.ingress import Cluster as Ingress
 from app.process import REPO, free_port
 from app.serve import use_loopback_candidates
 from app.server import ServerOptions
+from app.transports.realtime.client import RealtimeClient
+from app.transports.wyoming.server import WyomingOptions
 from pipeline.audio import read_wav, speech_end_sample
+from tests.integration.conftest import wer
 from tests.offers import CHROME_OFFER
 
 ray = pytest.importorskip("ray")
@@ -41,6 +47,7 @@ class IngressThread:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.wyoming = WyomingOptions(port=free_port())
         self.cluster: Ingress | None = None
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
@@ -57,7 +64,7 @@ class IngressThread:
 
         self._loop.run_until_complete(serve_cluster(
             self._make, self._options, host="127.0.0.1", port=self.port, tls=None,
-            access=None, loopback=True, stop=self._stop, ready=ready))
+            access=None, loopback=True, wyoming=self.wyoming, stop=self._stop, ready=ready))
 
     def nodes(self) -> list[str]:
         return sorted(self.cluster.nodes) if self.cluster is not None else []
@@ -115,10 +122,86 @@ async def _ask(client: Client, pcm: np.ndarray) -> dict[str, Any]:
     return await client.wait_for("turn", after=mark, timeout=60)
 
 
+async def _until_idle(url: str) -> None:
+    """Until the placement book counts no session anywhere (a closed one is counted
+    until its node's next report)."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(50):
+            async with http.get(f"{url}/api/nodes") as response:
+                nodes = (await response.json())["nodes"]
+            if not any(n["sessions"] or n["held"] for n in nodes):
+                return
+            await asyncio.sleep(0.2)
+
+
+async def test_a_realtime_client_through_the_ingress_hears_a_spoken_answer(cluster, ask
+                                                                          ) -> None:
+    _head, _workers, ingress = cluster
+    question = read_wav(ask("What is the capital of France?"))
+    async with RealtimeClient(ingress.url) as client:  # piped to a node's own listener
+        await asyncio.sleep(0.3)
+        speech_end = await client.say(question, speech_end_sample(question))
+        turn = await client.wait_for("turn", timeout=60)
+        done = await client.wait_for("response.done", timeout=30)
+        heard = await client.wait_for(
+            "conversation.item.input_audio_transcription.completed", timeout=5)
+    assert wer("What is the capital of France?", heard["transcript"]) <= 0.2, heard
+    assert "capital" in turn["transcript"].lower() and turn["reply"].strip()
+    assert done["response"]["status"] == "completed"
+    assert done["response"]["output"][0]["content"][0]["transcript"].strip()
+    assert client.received.first_audible_after(speech_end) is not None  # audio deltas came
+
+
+async def test_the_node_listeners_refuse_anyone_without_the_cluster_secret(cluster) -> None:
+    _head, _workers, ingress = cluster
+    assert ingress.cluster is not None
+    endpoints = list(ingress.cluster.endpoints.values())
+    assert len(endpoints) == 2 and all(e.realtime and e.wyoming for e in endpoints)
+    async with aiohttp.ClientSession() as http:
+        for node in endpoints:
+            assert node.realtime is not None and node.wyoming is not None
+            host, port = node.realtime
+            for headers, status in (({}, 401), ({"Authorization": "Bearer guess"}, 403)):
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await http.ws_connect(f"http://{host}:{port}/v1/realtime", headers=headers)
+                assert refused.value.status == status
+            reader, writer = await asyncio.open_connection(*node.wyoming)
+            writer.write(b'{"type": "describe", "data": {}}\n' + b" " * 64)
+            answer = await asyncio.wait_for(reader.read(), 10)  # an error event, then closed
+            writer.close()
+            assert b'"error"' in answer and b"forbidden" in answer, answer
+
+
+async def test_a_wyoming_client_through_the_ingress_gets_a_transcript(cluster, ask) -> None:
+    from wyoming.asr import Transcribe, Transcript
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncTcpClient
+
+    _head, _workers, ingress = cluster
+    question = "What is the capital of France?"
+    pcm = read_wav(ask(question))
+    client = AsyncTcpClient("127.0.0.1", ingress.wyoming.port)
+    client.read_timeout = 60
+    await client.connect()
+    try:
+        await client.write_event(Transcribe(language="en").event())
+        await client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+        for start in range(0, len(pcm), 1024):
+            await client.write_event(AudioChunk(rate=16000, width=2, channels=1,
+                                                audio=pcm[start : start + 1024].tobytes()).event())
+        await client.write_event(AudioStop().event())
+        event = await client.read_event()
+    finally:
+        await client.disconnect()
+    assert event is not None and Transcript.is_type(event.type), event
+    assert wer(question, Transcript.from_event(event).text) <= 0.2, event
+
+
 async def test_placed_across_nodes_refused_when_full_and_the_survivor_keeps_talking(
         cluster, ask) -> None:
     head, workers, ingress = cluster
     question = read_wav(ask("What is the capital of France?"))
+    await _until_idle(ingress.url)  # (the Realtime and Wyoming tests' sessions are over)
     a, node_a = await _connect(ingress.url)
     b, node_b = await _connect(ingress.url)
     assert {node_a, node_b} == set(ingress.nodes())  # one on each: least loaded first
@@ -127,6 +210,15 @@ async def test_placed_across_nodes_refused_when_full_and_the_survivor_keeps_talk
     status, headers, body = await _post_offer(ingress.url)  # both nodes hold 2 of 2
     assert status == 503 and headers.get("Retry-After") == "5", body
     assert "full" in body["error"]
+    async with aiohttp.ClientSession() as http:  # Realtime: refused before the upgrade
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(f"{ingress.url}/v1/realtime")
+    assert refused.value.status == 503 and refused.value.headers is not None
+    assert refused.value.headers.get("Retry-After") == "5"
+    reader, writer = await asyncio.open_connection("127.0.0.1", ingress.wyoming.port)
+    answer = await asyncio.wait_for(reader.read(), 10)  # Wyoming: an error event, closed
+    writer.close()
+    assert b'"busy"' in answer and b"full" in answer, answer
     await c.close()
     await d.close()
 

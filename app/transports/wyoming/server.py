@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from app.transports.wyoming.conversations import Conversations
@@ -58,17 +58,54 @@ class WyomingOptions:
                                  ) from None
 
 
+Gate = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[str | None]]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def networks(allow: tuple[str, ...]) -> list[Network]:
+    return [ipaddress.ip_network(n, strict=False) for n in allow]
+
+
+def peer_refusal(allowed: list[Network], peer: object) -> tuple[str, str] | None:
+    """Why a client at `peer` (its socket's peername) may not connect, with the error
+    code to send, or None; an empty `allowed` lets anyone in (--wyoming-allow)."""
+    if not allowed:
+        return None
+    host = peer[0] if isinstance(peer, tuple) and peer else ""
+    try:
+        address = ipaddress.ip_address(str(host).partition("%")[0])
+    except ValueError:
+        return ("this client's address is not allowed", "forbidden")
+    if any(address in network for network in allowed):
+        return None
+    return (f"{address} is not allowed to use this server (--wyoming-allow)", "forbidden")
+
+
+async def refuse(writer: asyncio.StreamWriter, text: str, code: str, *, timeout_s: float) -> None:
+    """Send an `error` event saying why the connection ends (the caller closes it)."""
+    writer.write(encode(Event("error", {"text": text, "code": code})))
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await writer.drain()
+
+
 class WyomingServer:
     def __init__(self, engine: Engine, names: ProgramNames, options: WyomingOptions | None = None,
-                 *, classify: Callable[[Pcm], bool] | None = None) -> None:
+                 *, classify: Callable[[Pcm], bool] | None = None, gate: Gate | None = None
+                 ) -> None:
         self.engine = engine
         self.names = names
         self.options = options or WyomingOptions()
         self.classify = classify
+        self.gate = gate
+        """Asked first on each allowed connection (a cluster node's handshake with the
+        ingress, app.cluster.listeners): a refusal's reason, or None to go on."""
         self.conversations = Conversations(engine, max_open=self.options.max_conversations,
                                            idle_s=self.options.conversation_idle_s)
         self.port = self.options.port
-        self._networks = [ipaddress.ip_network(n, strict=False) for n in self.options.allow]
+        self.admitted = 0
+        """Connections past the refusals and the gate, being answered now."""
+        self._networks = networks(self.options.allow)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -107,13 +144,17 @@ class WyomingServer:
                           writer: asyncio.StreamWriter) -> None:
         try:
             refusal = self._refusal(writer.get_extra_info("peername"))
+            if refusal is None and self.gate is not None:
+                reason = await self.gate(reader, writer)
+                refusal = None if reason is None else (reason, "forbidden")
             if refusal is not None:
-                writer.write(encode(Event("error", {"text": refusal[0], "code": refusal[1]})))
-                with contextlib.suppress(ConnectionError, TimeoutError):
-                    async with asyncio.timeout(self.options.write_timeout_s):
-                        await writer.drain()
+                await refuse(writer, *refusal, timeout_s=self.options.write_timeout_s)
                 return
-            await self._converse(reader, writer)
+            self.admitted += 1
+            try:
+                await self._converse(reader, writer)
+            finally:
+                self.admitted -= 1
         except (ConnectionError, TimeoutError) as error:
             log.debug("wyoming connection ended: %r", error)
         except Exception:
@@ -128,16 +169,7 @@ class WyomingServer:
         if len(self._connections) > self.options.max_connections:
             return (f"server busy: {self.options.max_connections} connections are open",
                     "busy")
-        if not self._networks:
-            return None
-        host = peer[0] if isinstance(peer, tuple) and peer else ""
-        try:
-            address = ipaddress.ip_address(str(host).partition("%")[0])
-        except ValueError:
-            return ("this client's address is not allowed", "forbidden")
-        if any(address in network for network in self._networks):
-            return None
-        return (f"{address} is not allowed to use this server (--wyoming-allow)", "forbidden")
+        return peer_refusal(self._networks, peer)
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         lock = asyncio.Lock()

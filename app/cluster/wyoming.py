@@ -1,0 +1,112 @@
+"""The cluster's Wyoming port (`apace cluster serve --wyoming PORT`): each Home Assistant
+connection placed on a node and its bytes piped to that node's own Wyoming server.
+
+The peer rule is the single box's (`--wyoming-allow`: only those networks; Wyoming has no
+authentication). An allowed connection is placed through the placement book as an offer
+is; the node's listener is opened with the cluster's one-line handshake and must answer
+it (app.cluster.listeners) before a byte of the client's passes. A node that cannot be
+reached or does not answer in time is forgotten and the next one tried; one that refuses
+is passed over. A client that cannot be placed gets a Wyoming `error` event saying why
+(code `busy`), as a full single box would answer, and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from app.cluster.listeners import WELCOME, hello
+from app.cluster.proxy import close_stream, pipe_streams
+from app.cluster.routing import Cluster, NodeBusy, place_on
+from app.security.limits import Refused
+from app.transports.wyoming.server import WyomingOptions, networks, peer_refusal, refuse
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 5.0
+"""A node whose Wyoming listener has not answered the handshake in this long is failed."""
+
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+class WyomingIngress:
+    """Listens on `options.host`:`options.port` (its `allow` applies); `start`, `close`."""
+
+    def __init__(self, cluster: Cluster, options: WyomingOptions) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.port = options.port
+        self._networks = networks(options.allow)
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Listen (raises ValueError naming the address when that fails)."""
+        try:
+            self._server = await asyncio.start_server(self._accept, self.options.host,
+                                                      self.options.port)
+        except OSError as error:
+            raise ValueError(f"cannot listen on {self.options.host}:{self.options.port} for "
+                             f"Wyoming: {error.strerror}") from None
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stop listening and end every piped connection. Cancel-safe."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections))
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Owned by this ingress (cancelled on close), as WyomingServer owns its connections.
+        task = asyncio.create_task(self._connection(reader, writer), name="wyoming-pipe")
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        timeout_s = self.options.write_timeout_s
+        try:
+            refusal = peer_refusal(self._networks, writer.get_extra_info("peername"))
+            if refusal is not None:
+                await refuse(writer, *refusal, timeout_s=timeout_s)
+                return
+            try:
+                opened = await place_on(self.cluster, self._open_on)
+            except Refused as refused:
+                await refuse(writer, refused.reason, "busy", timeout_s=timeout_s)
+                return
+            await pipe_streams((reader, writer), opened, write_timeout_s=timeout_s)
+        except (ConnectionError, TimeoutError) as error:
+            log.debug("wyoming connection ended: %r", error)
+        except Exception:
+            log.exception("wyoming pipe failed")
+        finally:
+            await close_stream(writer)
+
+    async def _open_on(self, node: str) -> tuple[Stream, bool]:
+        """A stream to `node`'s Wyoming server, past its handshake."""
+        endpoints = self.cluster.endpoints.get(node)
+        if endpoints is None or endpoints.wyoming is None:
+            raise LookupError(f"node {node} has no Wyoming listener")
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            reader, writer = await asyncio.open_connection(*endpoints.wyoming)
+            try:
+                writer.write(hello(self.cluster.secret))
+                await writer.drain()
+                answer = await reader.readexactly(len(WELCOME))
+            except asyncio.IncompleteReadError as short:
+                answer = short.partial
+            except BaseException:
+                await close_stream(writer)
+                raise
+        if answer != WELCOME:  # (its `error` event: too many connections there)
+            await close_stream(writer)
+            raise NodeBusy(f"node {node} refused the connection")
+        return (reader, writer), True
