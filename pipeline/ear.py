@@ -14,7 +14,6 @@ transcript is ready, whichever job carried it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,9 +65,10 @@ class Ear:
                 await run  # its own turn came: the result is set (or it raised)
             return await job.future
         finally:
-            run.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await run
+            run.cancel()  # skipped if not started (its job went in another's batch)
+            await asyncio.wait([run])
+            if not run.cancelled():
+                run.exception()  # seen: raised above already, or moot once the text came
             with self._lock:
                 if job in self._waiting:
                     self._waiting.remove(job)

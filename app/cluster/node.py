@@ -13,7 +13,6 @@ piped to listeners that answer the ingress only (app.cluster.listeners).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import statistics
 import time
@@ -115,8 +114,7 @@ class NodeServer:
         """End every conversation and release the models."""
         if self._reporter is not None:
             self._reporter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reporter
+            await asyncio.wait([self._reporter])
         if self._listeners is not None:
             await self._listeners.close()
         if self.sessions is not None:
