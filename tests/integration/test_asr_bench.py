@@ -15,8 +15,7 @@ from models.locate import locate
 from pipeline.asr import AsrOptions, WhisperTranscriber
 from pipeline.events import SAMPLE_RATE
 from pipeline.tts import PiperSynthesizer
-
-from .conftest import wer
+from tests.wer import wer
 
 pytestmark = pytest.mark.integration
 
