@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fractions
 import json
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,65 +21,80 @@ import numpy as np
 from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
-from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from app.pacing import FrameClock
+from app.webrtc import audio_frame
+from pipeline.audio import frames, rms_dbfs
+from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.timeline import now
 
 ENERGY_DBFS = -45.0
 """Reply audio louder than this counts as audible (Opus silence sits far below)."""
 
 
-class MicTrack(MediaStreamTrack):
-    """Sends queued audio at real-time pace; silence when nothing is queued."""
+class MicQueue:
+    """Audio waiting to leave as a microphone sends it: frames of `frame_samples`, the
+    last one padded; silence when nothing waits."""
 
-    kind = "audio"
-
-    def __init__(self, mix: Callable[[Pcm], Pcm] | None = None) -> None:
-        super().__init__()
-        self.mix = mix
-        """What the microphone adds to each frame sent: a room's sound, the reply's echo."""
-        self._queue: list[tuple[Pcm, asyncio.Future[float] | None]] = []
-        self._start: float | None = None
-        self._pts = 0
+    def __init__(self, frame_samples: int = FRAME_SAMPLES) -> None:
+        self.frame_samples = frame_samples
+        self._queue: deque[tuple[Pcm, asyncio.Future[float] | None]] = deque()
 
     def say(self, pcm: Pcm, mark_sample: int | None = None) -> asyncio.Future[float]:
-        """Queue audio (16 kHz mono int16) to be sent from the next frame on.
+        """Queue `pcm` to be sent from the next frame on.
 
         The future resolves to the time the frame holding `mark_sample` (default: the
-        last sample) left this client — e.g. the true end of speech in `pcm`.
+        last sample) left — e.g. the true end of speech in `pcm`.
         """
         mark = asyncio.get_running_loop().create_future()
-        mark_frame = (len(pcm) - 1 if mark_sample is None else mark_sample) // FRAME_SAMPLES
-        for index, start in enumerate(range(0, len(pcm), FRAME_SAMPLES)):
-            frame = pcm[start : start + FRAME_SAMPLES]
-            self._queue.append((np.pad(frame, (0, FRAME_SAMPLES - len(frame))),
-                                mark if index == mark_frame else None))
+        mark_frame = (len(pcm) - 1 if mark_sample is None else mark_sample) // self.frame_samples
+        for index, frame in enumerate(frames(pcm, self.frame_samples)):
+            self._queue.append((frame, mark if index == mark_frame else None))
         return mark
 
     @property
     def idle(self) -> bool:
         return not self._queue
 
+    def pop(self) -> Pcm:
+        """The frame that leaves now (silence if none waits); resolves its mark."""
+        if not self._queue:
+            return np.zeros(self.frame_samples, np.int16)
+        pcm, mark = self._queue.popleft()
+        if mark is not None and not mark.done():
+            mark.set_result(now())
+        return pcm
+
+
+class MicTrack(MediaStreamTrack):
+    """Sends queued audio at real-time pace (app.pacing.FrameClock); silence when nothing
+    is queued."""
+
+    kind = "audio"
+
+    def __init__(self, mix: Callable[[Pcm], Pcm] | None = None,
+                 clock: FrameClock | None = None) -> None:
+        super().__init__()
+        self.mix = mix
+        """What the microphone adds to each frame sent: a room's sound, the reply's echo."""
+        self.queue = MicQueue()
+        self._clock = clock or FrameClock()
+
+    def say(self, pcm: Pcm, mark_sample: int | None = None) -> asyncio.Future[float]:
+        """Queue audio (16 kHz mono int16); see `MicQueue.say`."""
+        return self.queue.say(pcm, mark_sample)
+
+    @property
+    def idle(self) -> bool:
+        return self.queue.idle
+
     async def recv(self) -> av.AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
-        loop = asyncio.get_running_loop()
-        if self._start is None:
-            self._start = loop.time()
-        else:
-            self._pts += FRAME_SAMPLES
-            wait = self._start + self._pts / SAMPLE_RATE - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-        pcm, mark = self._queue.pop(0) if self._queue else (np.zeros(FRAME_SAMPLES, np.int16), None)
-        if mark is not None and not mark.done():
-            mark.set_result(now())
+        pts = await self._clock.tick()
+        pcm = self.queue.pop()
         if self.mix is not None:
             pcm = self.mix(pcm)
-        frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate = SAMPLE_RATE
-        frame.pts = self._pts
-        frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
-        return frame
+        return audio_frame(pcm, pts)
 
 
 @dataclass
@@ -87,6 +102,12 @@ class Received:
     """Reply audio as it arrived: (arrival time, dBFS) per 20 ms of audio."""
 
     levels: list[tuple[float, float]] = field(default_factory=list)
+
+    def hear(self, pcm: Pcm, at: float, frame_samples: int = FRAME_SAMPLES) -> None:
+        """Reply audio that arrived at `at`: one level per 20 ms (a short last frame is
+        measured as it is)."""
+        for frame in frames(pcm, frame_samples, last="keep"):
+            self.levels.append((at, rms_dbfs(frame)))
 
     def first_audible_after(self, t: float, threshold: float = ENERGY_DBFS) -> float | None:
         return next((at for at, db in self.levels if at >= t and db > threshold), None)
@@ -162,9 +183,8 @@ class Client:
                 frame = await track.recv()
                 if self._hear is not None:
                     self._hear(frame)  # type: ignore[arg-type]
-                pcm = frame.to_ndarray().astype(np.float64) / 32768.0  # type: ignore[union-attr]
-                rms = float(np.sqrt(np.mean(pcm**2))) if pcm.size else 0.0
-                self.received.levels.append((now(), 20 * np.log10(rms) if rms > 0 else -120.0))
+                # (one aiortc frame is 20 ms: 48 kHz stereo, interleaved)
+                self.received.levels.append((now(), rms_dbfs(frame.to_ndarray())))  # type: ignore[union-attr]
 
     def _on_message(self, message: object) -> None:
         if isinstance(message, str):

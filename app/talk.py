@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from app.pacing import FrameClock
 from pipeline.audio import AudioError, frames, read_wav
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Turn, to_wire
@@ -76,21 +77,19 @@ async def talk(engine: Engine, questions: Sequence[Pcm], *, fast: bool = False) 
 
 
 class _Clock:
-    """Real-time pacing on one schedule (no drift), or none at all with `fast`."""
+    """Real-time pacing (app.pacing's schedule), or none at all with `fast`."""
 
     def __init__(self, fast: bool) -> None:
         self.fast = fast
-        self._start = now()
         self._ticks = 0
+        self._real_time = FrameClock()
 
     async def tick(self) -> None:
         self._ticks += 1
         if self.fast:
             await asyncio.sleep(0 if self._ticks % 50 else 0.001)
-            return
-        delay = self._start + self._ticks * FRAME_MS / 1000 - now()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        else:
+            await self._real_time.tick()
 
 
 async def _feed(

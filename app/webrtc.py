@@ -2,6 +2,7 @@
 
 aiortc delivers s16 stereo 48 kHz frames of 960 samples; the pipeline wants 16 kHz mono
 int16 in 20 ms frames. PyAV's resampler converts, and a small buffer re-cuts the result.
+The speaker track paces itself on app.pacing's schedule.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from aiortc import MediaStreamTrack, RTCPeerConnection
 from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.mediastreams import MediaStreamError
 
-from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
+from app.pacing import FrameClock
+from pipeline.audio import FrameCutter
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, Pcm
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 
@@ -73,7 +76,7 @@ async def mic_frames(
     when no audio arrives for `idle_timeout` seconds (a peer that went silent, or was
     frozen) — `first_timeout` for the first frame, if given."""
     resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
-    pending = np.zeros(0, np.int16)
+    cutter = FrameCutter()
     timeout = idle_timeout if first_timeout is None else first_timeout
     while True:
         try:
@@ -82,46 +85,35 @@ async def mic_frames(
             return
         timeout = idle_timeout
         for out in resampler.resample(frame):  # type: ignore[arg-type]
-            pending = np.concatenate([pending, out.to_ndarray().reshape(-1).astype(np.int16)])
-        while len(pending) >= FRAME_SAMPLES:
-            pcm, pending = pending[:FRAME_SAMPLES], pending[FRAME_SAMPLES:]
-            yield AudioFrame(pcm, now())
+            for pcm in cutter.push(out.to_ndarray().reshape(-1).astype(np.int16)):
+                yield AudioFrame(pcm, now())
+
+
+def audio_frame(pcm: Pcm, pts: int, rate: int = SAMPLE_RATE) -> av.AudioFrame:
+    """Mono int16 samples as an outgoing aiortc frame, `pts` samples into its stream
+    (app.pacing.FrameClock counts them)."""
+    frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = rate
+    frame.pts = pts
+    frame.time_base = fractions.Fraction(1, rate)
+    return frame
 
 
 class SpeakerTrack(MediaStreamTrack):
-    """Outbound audio: one 20 ms frame per call, self-paced; silence when idle.
-
-    Pacing follows aiortc's own tracks: wait until `start + pts / rate`, not a blind
-    sleep, so the stream never drifts. `Speaker.clear()` drops queued audio at once.
-    """
+    """Outbound audio: one 20 ms frame per call, self-paced (app.pacing.FrameClock);
+    silence when idle. `Speaker.clear()` drops queued audio at once."""
 
     kind = "audio"
 
-    def __init__(self, speaker: Speaker) -> None:
+    def __init__(self, speaker: Speaker, clock: FrameClock | None = None) -> None:
         super().__init__()
         self.speaker = speaker
-        self._start: float | None = None
-        self._pts = 0
+        self._clock = clock or FrameClock()
         self._silence = np.zeros(FRAME_SAMPLES, np.int16)
 
     async def recv(self) -> av.AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
-        loop = asyncio.get_running_loop()
-        if self._start is None:
-            self._start = loop.time()
-        else:
-            self._pts += FRAME_SAMPLES
-            wait = self._start + self._pts / SAMPLE_RATE - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            elif wait < -FRAME_MS / 1000 * 10:  # stalled (loop was busy): resync, no burst
-                self._start = loop.time() - self._pts / SAMPLE_RATE
-        pcm = self.speaker.pop()
-        frame = av.AudioFrame.from_ndarray(
-            (self._silence if pcm is None else pcm).reshape(1, -1), format="s16", layout="mono"
-        )
-        frame.sample_rate = SAMPLE_RATE
-        frame.pts = self._pts
-        frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
-        return frame
+        pts = await self._clock.tick()
+        pcm = self.speaker.pop()  # (when the frame leaves: what was heard, for barge-in)
+        return audio_frame(self._silence if pcm is None else pcm, pts)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from models.locate import ModelError
-from pipeline.audio import StreamResampler, to_int16
+from pipeline.audio import FrameCutter, StreamResampler, to_int16
 from pipeline.events import Pcm
 from pipeline.room.conditioning import SUB_FRAME, Conditioner
 
@@ -63,16 +63,14 @@ class RnnoiseDenoiser:
         self._size = int(self._lib.rnnoise_get_frame_size())
         self._up = StreamResampler(16_000, self.RATE)
         self._down = StreamResampler(self.RATE, 16_000)
-        self._pending = np.zeros(0, np.float32)
+        self._frames = FrameCutter(self._size, np.float32)
         self._ready = np.zeros(SUB_FRAME, np.float32)  # 10 ms of latency: the resamplers'
         self._out = np.zeros(self._size, np.float32)
 
     def process(self, pcm: Pcm) -> Pcm:
-        self._pending = np.concatenate([self._pending, self._up.push(pcm) * 32768.0])
         pointer = ctypes.POINTER(ctypes.c_float)
-        while len(self._pending) >= self._size:
-            frame = np.ascontiguousarray(self._pending[: self._size], np.float32)
-            self._pending = self._pending[self._size :]
+        for frame in self._frames.push(self._up.push(pcm) * 32768.0):
+            frame = np.ascontiguousarray(frame, np.float32)  # (ctypes reads it raw)
             self._lib.rnnoise_process_frame(self._state, self._out.ctypes.data_as(pointer),
                                             frame.ctypes.data_as(pointer))
             down = self._down.push(self._out / 32768.0)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from models.locate import ModelError
+from pipeline.audio import FrameCutter
 from pipeline.events import Pcm
 
 WINDOW = 512
@@ -50,14 +51,12 @@ class SileroVad:
         self._h = np.zeros((1, 1, 128), np.float32)
         self._c = np.zeros((1, 1, 128), np.float32)
         self._context = np.zeros(CONTEXT, np.float32)
-        self._pending = np.zeros(0, np.float32)
+        self._windows = FrameCutter(WINDOW, np.float32)
         self._prob = 0.0
 
     def __call__(self, pcm: Pcm) -> float:
         """Feed one frame; the probability of the newest complete window."""
-        self._pending = np.concatenate([self._pending, pcm.astype(np.float32) / 32768.0])
-        while len(self._pending) >= WINDOW:
-            window, self._pending = self._pending[:WINDOW], self._pending[WINDOW:]
+        for window in self._windows.push(pcm.astype(np.float32) / 32768.0):
             x = np.concatenate([self._context, window])[None, :]
             out, self._h, self._c = self._session.run(None, {"input": x, "h": self._h,
                                                              "c": self._c})

@@ -1,6 +1,8 @@
-"""Audio at the edges: reading WAV files, resampling, cutting into 20 ms frames.
+"""Audio at the edges: reading WAV files, resampling, cutting into 20 ms frames, loudness.
 
-Resampling uses soxr (streaming, high quality); nothing here is hand-rolled DSP.
+Resampling uses soxr (streaming, high quality); nothing here is hand-rolled DSP. Every
+place that cuts audio into frames or measures a level in dBFS does it here (`frames`,
+`FrameCutter`, `rms_dbfs`), so a frame and a decibel mean the same thing everywhere.
 """
 
 from __future__ import annotations
@@ -9,11 +11,18 @@ import io
 import wave
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import soxr
 
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+
+S = TypeVar("S", bound=np.generic)
+
+FLOOR_DBFS = -120.0
+"""The level of digital silence (and of anything quieter)."""
 
 
 class AudioError(ValueError):
@@ -75,13 +84,44 @@ def to_int16(samples: np.ndarray) -> Pcm:
     return pcm
 
 
-def frames(pcm: Pcm) -> Iterator[Pcm]:
-    """20 ms frames of 16 kHz audio; the last one is padded with silence."""
-    for start in range(0, len(pcm), FRAME_SAMPLES):
-        frame = pcm[start : start + FRAME_SAMPLES]
-        if len(frame) < FRAME_SAMPLES:
-            frame = np.concatenate([frame, np.zeros(FRAME_SAMPLES - len(frame), np.int16)])
+def frames(samples: npt.NDArray[S], size: int = FRAME_SAMPLES, *,
+           last: Literal["pad", "drop", "keep"] = "pad") -> Iterator[npt.NDArray[S]]:
+    """`samples` cut into frames of `size` (default: 20 ms at 16 kHz).
+
+    A last frame shorter than `size` is padded with silence ("pad": what is sent or played
+    needs whole frames), left out ("drop": a measure per whole frame), or kept short
+    ("keep": audio passed on, or measured, as it came).
+    """
+    for start in range(0, len(samples), size):
+        frame = samples[start : start + size]
+        if len(frame) < size:
+            if last == "drop":
+                return
+            if last == "pad":
+                frame = np.pad(frame, (0, size - len(frame)))
         yield frame
+
+
+class FrameCutter:
+    """A stream that arrives in pieces of any length, as whole frames of `size` samples."""
+
+    def __init__(self, size: int = FRAME_SAMPLES, dtype: type[np.generic] = np.int16) -> None:
+        self.size = size
+        self._pending: npt.NDArray[Any] = np.zeros(0, dtype)
+
+    def push(self, samples: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+        """The whole frames that `samples` completes; the rest waits for the next push.
+        Frames are copies: none holds on to a caller's (possibly large) buffer."""
+        pending = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        whole = len(pending) - len(pending) % self.size
+        self._pending = pending[whole:].copy()
+        return [pending[i : i + self.size].copy() for i in range(0, whole, self.size)]
+
+    def flush(self) -> list[npt.NDArray[Any]]:
+        """The stream ended: what is left as one frame padded with silence (none if nothing
+        is left); the next push starts afresh."""
+        rest, self._pending = self._pending, self._pending[:0]
+        return list(frames(rest, self.size))
 
 
 def write_wav(path: str | Path, pcm: Pcm, rate: int = SAMPLE_RATE) -> None:
@@ -92,12 +132,16 @@ def write_wav(path: str | Path, pcm: Pcm, rate: int = SAMPLE_RATE) -> None:
         wav.writeframes(pcm.astype("<i2").tobytes())
 
 
+def dbfs(mean_square: float) -> float:
+    """A mean square (full scale = 1) in dB below full scale, floored at FLOOR_DBFS."""
+    return max(FLOOR_DBFS, float(10.0 * np.log10(mean_square))) if mean_square > 0 else FLOOR_DBFS
+
+
 def rms_dbfs(pcm: Pcm) -> float:
-    """Loudness of int16 audio in dB below full scale (-inf dBFS is -120 here)."""
+    """Loudness of int16 audio in dB below full scale (32768), FLOOR_DBFS for silence."""
     if pcm.size == 0:
-        return -120.0
-    rms = float(np.sqrt(np.mean((pcm.astype(np.float64) / 32768.0) ** 2)))
-    return max(-120.0, 20.0 * np.log10(rms)) if rms > 0 else -120.0
+        return FLOOR_DBFS
+    return dbfs(float(np.mean((pcm.astype(np.float64) / 32768.0) ** 2)))
 
 
 class StreamResampler:

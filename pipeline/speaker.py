@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-import numpy as np
-
+from pipeline.audio import frames
 from pipeline.events import FRAME_SAMPLES, Pcm
 
 OnPlayed = Callable[[int], None]
@@ -66,12 +65,6 @@ class Speaker:
 
 
 def _frames(pcm: Pcm, on_played: OnPlayed | None) -> list[tuple[Pcm, int, OnPlayed | None]]:
-    """`pcm` as 20 ms frames; a trailing part under 20 ms is padded with silence."""
-    out = []
-    for start in range(0, len(pcm), FRAME_SAMPLES):
-        frame = pcm[start : start + FRAME_SAMPLES]
-        real = len(frame)
-        if real < FRAME_SAMPLES:
-            frame = np.concatenate([frame, np.zeros(FRAME_SAMPLES - real, np.int16)])
-        out.append((frame, real, on_played))
-    return out
+    """`pcm` as 20 ms frames, each with its real (not padding) length."""
+    return [(frame, min(FRAME_SAMPLES, len(pcm) - k * FRAME_SAMPLES), on_played)
+            for k, frame in enumerate(frames(pcm))]

@@ -223,6 +223,17 @@ async def until(condition: Callable[[], bool], timeout: float = 3.0, what: str =
         await asyncio.sleep(0.002)
 
 
+async def play_out(speaker: Speaker, task: asyncio.Task[None]) -> int:
+    """Pop the speaker until the reply's task ends; returns the frames popped."""
+    popped = 0
+    while not task.done():
+        if speaker.pop() is not None:
+            popped += 1
+        await asyncio.sleep(0.001)
+    await task
+    return popped
+
+
 class Mic:
     """The user's side of a conversation run by `Conversation.run`.
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.piper import PiperSynthesizer
-from pipeline.audio import read_wav, resample
+from pipeline.audio import frames, read_wav, resample
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
 from pipeline.tts import TtsOptions
 
@@ -59,10 +59,10 @@ BABBLE_TALKERS = (Talker(length_scale=0.85, pitch=1.12), Talker(length_scale=1.2
 def active_rms(pcm: Pcm | Float) -> float:
     """RMS over the frames within 30 dB of the loudest frame (full scale = 1)."""
     x = pcm.astype(np.float64) / (32768.0 if pcm.dtype == np.int16 else 1.0)
-    n = len(x) // FRAME_SAMPLES
-    if n == 0:
+    whole = list(frames(x, last="drop"))
+    if not whole:
         return 0.0
-    power = (x[: n * FRAME_SAMPLES].reshape(n, FRAME_SAMPLES) ** 2).mean(axis=1)
+    power = (np.stack(whole) ** 2).mean(axis=1)
     active = power[power >= power.max() * 1e-3]
     return float(np.sqrt(active.mean())) if active.size else 0.0
 

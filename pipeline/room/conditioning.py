@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.audio import rms_dbfs
+from pipeline.audio import frames, rms_dbfs
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.room.levels import RoomLevel
 
@@ -33,7 +33,7 @@ class Conditioner(Protocol):
 
 def condition(conditioner: Conditioner, pcm: Pcm) -> Pcm:
     """A 20 ms pipeline frame through a 10 ms conditioner."""
-    halves = [conditioner.process(pcm[i : i + SUB_FRAME]) for i in range(0, len(pcm), SUB_FRAME)]
+    halves = [conditioner.process(half) for half in frames(pcm, SUB_FRAME, last="keep")]
     out: Pcm = np.concatenate(halves).astype(np.int16, copy=False)
     return out
 
@@ -89,8 +89,8 @@ class Suppression:
 
 def measure_cost(conditioner: Conditioner, pcm: Pcm) -> float:
     """CPU milliseconds per 10 ms frame to condition `pcm` (process time, this thread)."""
-    frames = [pcm[i : i + SUB_FRAME] for i in range(0, len(pcm) - SUB_FRAME + 1, SUB_FRAME)]
+    whole = list(frames(pcm, SUB_FRAME, last="drop"))
     start = time.thread_time()
-    for frame in frames:
+    for frame in whole:
         conditioner.process(frame)
-    return (time.thread_time() - start) * 1000 / max(1, len(frames))
+    return (time.thread_time() - start) * 1000 / max(1, len(whole))

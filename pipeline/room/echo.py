@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm
 
 Bands = npt.NDArray[np.float64]
@@ -64,11 +65,6 @@ def band_energies(pcm: Pcm) -> Bands:
     return np.asarray(bands, dtype=np.float64)
 
 
-def db(energy: float) -> float:
-    """A mean-square energy in dBFS (floored at -120)."""
-    return float(10 * np.log10(max(energy, TINY)))
-
-
 @dataclass(frozen=True)
 class Echo:
     """How much of one microphone frame our own playback explains (mean-square energies)."""
@@ -82,7 +78,7 @@ class Echo:
 
     @property
     def residual_db(self) -> float:
-        return db(self.residual)
+        return dbfs(self.residual)
 
     @property
     def explained(self) -> bool:
@@ -170,7 +166,7 @@ class EchoGuard:
         t = self._mic.tick(t)
         total = float(near.sum())
         self._near_t.append(t)
-        self._near_db.append(db(total))
+        self._near_db.append(dbfs(total))
         self._near_user.append(False)
         self._frames += 1
         if self._frames % 10 == 0:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
 from pipeline.room.conditioning import Conditioner, Suppression, condition
-from pipeline.room.echo import Echo, EchoGuard, band_energies, db
+from pipeline.room.echo import Echo, EchoGuard, band_energies
 from pipeline.room.levels import UNKNOWN_DB, RoomLevel, TalkerLevel
 from pipeline.timeline import now
 
@@ -217,7 +218,7 @@ class Room:
               and not echo.explained):
             going_on = True  # a word's soft end, under the room's level but still voiced
         self.echo.learn(user=confirmed or (in_utterance and going_on))
-        self._hear_room(db(echo.near), echo, in_utterance)
+        self._hear_room(dbfs(echo.near), echo, in_utterance)
         if in_utterance and confirmed:
             self.talker.speech(level)
         resumes = confirmed or (voiced and not echo.explained and self._above_room(level))

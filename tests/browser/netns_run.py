@@ -28,9 +28,9 @@ from typing import Any
 
 from playwright.sync_api import Page, Response, sync_playwright
 
+from app.process import ServerProcess
 from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import SAMPLE_RATE
-from tests.integration.server import ServerProcess
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -18,7 +18,7 @@ from typing import Any
 from playwright.sync_api import sync_playwright
 
 from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, sessions_closed, wait_until
-from tests.integration.fake_server import FakeServer
+from tests.fake_server import FakeServer
 
 READY = "window.apace.messages.filter((m) => m.type === 'ready').length"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from app.process import REPO
 from tests.browser.harness import QUESTION, run_scenario, skip_unless_possible
-from tests.integration.conftest import wer
-from tests.integration.server import REPO
+from tests.wer import wer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from app.process import REPO
 from app.security.access import COOKIE
 from tests.browser.harness import run_scenario, skip_unless_possible
-from tests.integration.server import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from app.process import REPO
 from tests.browser.harness import run_scenario, skip_unless_possible
-from tests.integration.server import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -8,10 +8,10 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import jiwer
 import pytest
 
 from app.bench.utterances import speak
+from app.process import REPO
 from models.load import load_synthesizer
 from models.locate import locate
 from models.piper import PiperSynthesizer
@@ -20,8 +20,6 @@ from pipeline.tts import TtsOptions
 from tests.integration import synthetic
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +47,6 @@ def apace(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProces
         [sys.executable, "-m", "app", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    """Word error rate after lower-casing and dropping punctuation."""
-    norm = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(),
-                          jiwer.RemoveMultipleSpaces(), jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
-    return float(jiwer.wer(reference, hypothesis, reference_transform=norm, hypothesis_transform=norm))
 
 
 @pytest.fixture

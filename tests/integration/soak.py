@@ -6,7 +6,7 @@ connections over and over, with the server's RSS, fds, tasks and threads sampled
 Reports the RSS slope (MiB/min, least squares over the second half) and the fd, task and
 thread deltas between the settled start and end; exits 1 when the slope or the fd delta
 is over its limit. `make soak` runs it for 10 minutes (not in CI). Scripted models by
-default (tests.integration.fake_server); --real soaks the real `apace serve`.
+default (tests.fake_server); --real soaks the real `apace serve`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from app.client import Client
 from app.process import ServerProcess
 from app.serve import use_loopback_candidates
 from pipeline.events import Pcm
-from tests.integration.fake_server import FakeServer, voice
+from tests.fake_server import FakeServer, voice
 from tests.integration.fuzz_offers import malformed_offers
 from tests.integration.test_security_input import make_offer, settled
 

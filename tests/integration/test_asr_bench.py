@@ -16,8 +16,7 @@ from models.piper import PiperSynthesizer
 from models.whisper import WhisperTranscriber
 from pipeline.asr import AsrOptions
 from pipeline.events import SAMPLE_RATE
-
-from .conftest import wer
+from tests.wer import wer
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from app.server import ServerOptions
 from app.transports.realtime.client import RealtimeClient
 from app.transports.wyoming.server import WyomingOptions
 from pipeline.audio import read_wav, speech_end_sample
-from tests.integration.conftest import wer
 from tests.offers import CHROME_OFFER
+from tests.wer import wer
 
 ray = pytest.importorskip("ray")
 

@@ -14,9 +14,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.client import Client
+from app.process import ServerProcess
 from app.serve import use_loopback_candidates
 from pipeline.audio import read_wav, speech_end_sample
-from tests.integration.server import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

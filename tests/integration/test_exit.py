@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.integration.conftest import REPO
+from app.process import REPO
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,7 @@ from pipeline.llm import LlmOptions, Message
 from pipeline.reply import Reply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now
-from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers
-from tests.unit.test_reply import play_out
+from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers, play_out
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

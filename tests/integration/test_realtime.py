@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from app.bench.utterances import speak
+from app.pacing import FrameClock
+from app.process import ServerProcess, free_port
 from app.transports.realtime.client import RealtimeClient
-from pipeline.audio import read_wav, resample, rms_dbfs, speech_end_sample, to_int16
-from tests.integration.conftest import wer
-from tests.integration.server import ServerProcess, free_port
+from pipeline.audio import frames, read_wav, resample, rms_dbfs, speech_end_sample, to_int16
+from tests.wer import wer
 
 pytest.importorskip("openai")
 import openai
@@ -43,8 +44,7 @@ def server() -> Iterator[tuple[ServerProcess, int]]:
 def chunks24(pcm: np.ndarray) -> list[str]:
     """16 kHz audio as 20 ms base64 PCM16 appends at 24 kHz."""
     audio = to_int16(resample(pcm, 16000, 24000)).astype("<i2")
-    return [base64.b64encode(audio[i : i + 480].tobytes()).decode()
-            for i in range(0, len(audio), 480)]
+    return [base64.b64encode(chunk.tobytes()).decode() for chunk in frames(audio, 480, last="keep")]
 
 
 async def test_the_openai_client_asks_and_hears_the_answer(server, ask) -> None:
@@ -57,13 +57,13 @@ async def test_the_openai_client_asks_and_hears_the_answer(server, ask) -> None:
     async with client.realtime.connect(model="apace") as connection:
         async def mic() -> None:  # real-time pace, then silence, like a microphone
             nonlocal speech_end
-            start = time.monotonic()
+            clock = FrameClock(24000)
             for index, chunk in enumerate([*chunks24(pcm), *chunks24(np.zeros(16000 * 3,
                                                                                np.int16))]):
+                await clock.tick()
                 await connection.input_audio_buffer.append(audio=chunk)
                 if index == end_chunk:
                     speech_end = time.monotonic()
-                await asyncio.sleep(max(0, start + (index + 1) * 0.02 - time.monotonic()))
 
         sender = asyncio.create_task(mic())
         async for event in connection:

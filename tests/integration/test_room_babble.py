@@ -15,8 +15,8 @@ from models.locate import locate
 from models.piper import PiperSynthesizer
 from models.room import room_factory
 from pipeline.asr import AsrOptions, Transcriber
-from pipeline.audio import speech_end_sample
-from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, Pcm
+from pipeline.audio import frames, speech_end_sample
+from pipeline.events import AudioFrame, Endpoint, Pcm
 from pipeline.room import RoomOptions, Stream
 from pipeline.tts import first_sound
 from pipeline.vad import Endpointer, VadOptions
@@ -44,11 +44,10 @@ def session(voice: PiperSynthesizer) -> tuple[Pcm, list[tuple[float, float]]]:
 
 
 def endpoints(pcm: Pcm, endpointer: Endpointer) -> list[Endpoint]:
-    pcm = pcm[: len(pcm) // FRAME_SAMPLES * FRAME_SAMPLES]
     found = []
-    for k, start in enumerate(range(0, len(pcm), FRAME_SAMPLES)):
-        frame = AudioFrame(pcm[start : start + FRAME_SAMPLES], (k + 1) * 0.02)
-        found += [e for e in endpointer.push(frame) if isinstance(e, Endpoint)]
+    for k, frame in enumerate(frames(pcm, last="drop")):
+        found += [e for e in endpointer.push(AudioFrame(frame, (k + 1) * 0.02))
+                  if isinstance(e, Endpoint)]
     return found
 
 

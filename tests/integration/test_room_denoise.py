@@ -11,7 +11,7 @@ import pytest
 from app.bench.room_sounds import pink_noise
 from models.denoise import load_conditioner
 from models.piper import PiperSynthesizer
-from pipeline.audio import rms_dbfs
+from pipeline.audio import frames, rms_dbfs
 from pipeline.room.conditioning import condition, measure_cost
 
 pytestmark = pytest.mark.integration
@@ -28,9 +28,7 @@ def test_steady_noise_goes_down_speech_stays_and_it_is_cheap(
     conditioner = load_conditioner(kind)
 
     def run(pcm: np.ndarray) -> np.ndarray:
-        pcm = pcm[: len(pcm) // 320 * 320]
-        return np.concatenate([condition(conditioner, pcm[i : i + 320])
-                               for i in range(0, len(pcm), 320)])
+        return np.concatenate([condition(conditioner, frame) for frame in frames(pcm, last="drop")])
 
     quieted = run(noise)[16000:]  # after a second to learn the noise
     assert rms_dbfs(noise[16000:]) - rms_dbfs(quieted) >= reduction_db

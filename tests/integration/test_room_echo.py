@@ -12,6 +12,7 @@ import pytest
 from app.bench.utterances import speak
 from models.piper import PiperSynthesizer
 from models.room import room_factory
+from pipeline.audio import frames
 from pipeline.conversation import ConversationOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, SilenceOnset, SpeechStarted
 from pipeline.room import RoomOptions, Stream
@@ -53,11 +54,10 @@ class Duplex:
             mic[at : at + len(user)] += user[: len(mic) - at]
         mic16 = np.clip(mic, -32768, 32767).astype(np.int16)
         confirmed = []
-        for start in range(0, len(far), FRAME_SAMPLES):
+        for played, heard in zip(frames(far), frames(mic16), strict=True):
             self.t += 0.02
-            self.room.played(far[start : start + FRAME_SAMPLES], self.t - 0.02)
-            frame = AudioFrame(mic16[start : start + FRAME_SAMPLES], self.t)
-            self.events += self.endpointer.push(frame)
+            self.room.played(played, self.t - 0.02)
+            self.events += self.endpointer.push(AudioFrame(heard, self.t))
             confirmed.append(self.endpointer.confirmed_ms)
         return confirmed
 

@@ -2,7 +2,7 @@
 rebinding), same origin on state-changing routes and websockets (CSRF, cross-site
 websocket hijacking), and pairing: token → HttpOnly SameSite=Strict cookie → access.
 
-In-process server with scripted models (tests.integration.fake_server); one real
+In-process server with scripted models (tests.fake_server); one real
 `apace serve` child checks the printed pairing link and the token file."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from app.process import REPO
 from app.security.access import COOKIE, AccessPolicy
 from app.server import make_app
-from tests.integration.fake_server import FakeServer, fake_engine
-from tests.integration.server import REPO
+from tests.fake_server import FakeServer, fake_engine
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,7 +21,7 @@ from aiortc.mediastreams import AudioStreamTrack, VideoStreamTrack
 from app.client import Client
 from app.security.limits import read_body, refusals
 from app.serve import use_loopback_candidates
-from tests.integration.fake_server import FakeServer
+from tests.fake_server import FakeServer
 from tests.integration.fuzz_offers import Case, malformed_offers
 
 pytestmark = pytest.mark.timeout(120)

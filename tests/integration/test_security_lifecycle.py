@@ -17,9 +17,9 @@ import aiohttp
 import pytest
 
 from app.client import Client
+from app.process import REPO
 from app.serve import use_loopback_candidates
-from tests.integration.fake_server import REPLY, FakeServer, voice
-from tests.integration.server import REPO
+from tests.fake_server import REPLY, FakeServer, voice
 from tests.integration.test_security_input import make_offer, settled
 
 pytestmark = pytest.mark.timeout(90)

@@ -11,7 +11,8 @@ import pytest
 
 from pipeline.audio import read_wav, rms_dbfs
 from pipeline.timeline import ASR_FINAL, ENDPOINT, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA
-from tests.integration.conftest import apace, wer
+from tests.integration.conftest import apace
+from tests.wer import wer
 
 pytestmark = pytest.mark.integration
 

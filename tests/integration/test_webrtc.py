@@ -13,10 +13,10 @@ import pytest
 
 from app.bench.utterances import speak
 from app.client import Client
+from app.process import REPO, ServerProcess
 from app.serve import use_loopback_candidates
 from pipeline.audio import read_wav, speech_end_sample
-from tests.integration.conftest import wer
-from tests.integration.server import REPO, ServerProcess
+from tests.wer import wer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.process import REPO, free_port
 from pipeline.audio import read_wav
-from tests.integration.conftest import wer
-from tests.integration.server import REPO, free_port
+from tests.wer import wer
 
 pytest.importorskip("wyoming")
 from wyoming.asr import Transcribe, Transcript

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from pipeline.audio import (
+    FLOOR_DBFS,
     AudioError,
+    FrameCutter,
     StreamResampler,
+    dbfs,
     frames,
     read_wav,
     resample,
@@ -189,9 +192,44 @@ def test_frames_cuts_20ms_frames_and_pads_the_last() -> None:
     assert not cut[-1][10:].any()
 
 
+def test_frames_can_drop_or_keep_a_short_last_frame_at_any_frame_size() -> None:
+    pcm = np.arange(1, 1001, dtype=np.int16)
+    assert [len(f) for f in frames(pcm, 480, last="drop")] == [480, 480]
+    kept = list(frames(pcm, 480, last="keep"))
+    assert [len(f) for f in kept] == [480, 480, 40] and np.array_equal(np.concatenate(kept), pcm)
+    assert list(frames(pcm[:0])) == [] and list(frames(pcm[:100], last="drop")) == []
+    floats = list(frames(np.ones(700, np.float32), last="pad"))
+    assert floats[-1].dtype == np.float32 and floats[-1][60:].sum() == 0
+
+
+def test_a_frame_cutter_cuts_a_stream_in_any_pieces_into_the_same_frames() -> None:
+    pcm = np.arange(1, 3 * FRAME_SAMPLES + 51, dtype=np.int16)
+    cutter = FrameCutter()
+    got = [f for piece in np.array_split(pcm, [7, 500, 501, 900]) for f in cutter.push(piece)]
+    assert [len(f) for f in got] == [FRAME_SAMPLES] * 3
+    rest = cutter.flush()
+    assert len(rest) == 1 and np.array_equal(rest[0][:50], pcm[-50:]) and not rest[0][50:].any()
+    assert cutter.flush() == [] and cutter.push(pcm[:10]) == []  # a new stream after flush
+    assert np.array_equal(np.concatenate(got), pcm[: 3 * FRAME_SAMPLES])
+
+
+def test_a_frame_cutter_takes_float_windows_of_its_own_size() -> None:
+    cutter = FrameCutter(512, np.float32)
+    windows = cutter.push(np.ones(1100, np.float32)) + cutter.push(np.ones(100, np.float32))
+    assert [(len(w), w.dtype) for w in windows] == [(512, np.float32)] * 2
+
+
 def test_rms_dbfs_of_full_scale_square_is_zero_and_of_silence_is_the_floor() -> None:
     assert rms_dbfs(np.array([32767, -32767] * 100, np.int16)) == pytest.approx(0, abs=0.01)
     assert rms_dbfs(np.zeros(100, np.int16)) == -120.0
     assert rms_dbfs(np.zeros(0, np.int16)) == -120.0
     half = to_int16(np.full(100, 0.5))
     assert rms_dbfs(half) == pytest.approx(-6.02, abs=0.01)
+    assert rms_dbfs(np.array([1], np.int16)) == pytest.approx(-90.31, abs=0.01)  # one LSB
+
+
+def test_dbfs_of_a_mean_square_is_floored_and_agrees_with_rms_dbfs() -> None:
+    assert dbfs(1.0) == 0.0 and dbfs(0.0) == dbfs(-1.0) == dbfs(1e-13) == FLOOR_DBFS == -120.0
+    assert dbfs(0.01) == pytest.approx(-20.0)
+    pcm = np.random.default_rng(0).integers(-3000, 3000, 320).astype(np.int16)
+    assert rms_dbfs(pcm) == pytest.approx(dbfs(float(np.mean((pcm / 32768.0) ** 2))))

@@ -1,13 +1,13 @@
 """Audio at the transports' edge (app.transports.audio): formats checked, 24 kHz and
-stereo cut into the pipeline's 16 kHz frames without losing time, and reply audio
-paced on one schedule."""
+stereo cut into the pipeline's 16 kHz frames without losing time, reply audio back at the
+client's rate (its pacing: tests/unit/test_pacing.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from app.transports.audio import FormatError, Inbound, Outbound, Pacer, PcmFormat
+from app.transports.audio import FormatError, Inbound, Outbound, PcmFormat
 from pipeline.events import FRAME_SAMPLES
 
 
@@ -57,24 +57,3 @@ def test_outbound_converts_16k_frames_to_24k_bytes() -> None:
     data += out.flush()
     assert abs(len(data) / 2 - 24000) < 2  # ... until the stream ends
     assert Outbound(16000).push(pcm[:320]) == pcm[:320].tobytes()
-
-
-def test_the_pacer_keeps_one_schedule_with_a_lead() -> None:
-    pacer = Pacer(lead_s=0.04)
-    assert pacer.wait_s(10.0) == 0  # the first frame goes at once
-    pacer.sent(10.0)
-    assert pacer.wait_s(10.0) == 0  # within the lead: 20 ms ahead is allowed
-    pacer.sent(10.0)
-    pacer.sent(10.0)
-    assert pacer.wait_s(10.0) == pytest.approx(0.02)  # frame 3 is due at 10.06 - 0.04
-    pacer.sent(10.5)  # late (a slow clause): no burst to catch up beyond the lead
-    assert pacer.wait_s(10.5) == 0
-
-
-def test_the_pacer_resyncs_after_a_stall_and_restarts_when_idle() -> None:
-    pacer = Pacer(lead_s=0.0)
-    pacer.sent(0.0)
-    pacer.sent(1.0)  # the loop stalled for a second
-    assert pacer.wait_s(1.0) == pytest.approx(0.02)
-    pacer.idle()
-    assert not pacer.running and pacer.wait_s(5.0) == 0

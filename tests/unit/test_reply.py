@@ -21,6 +21,7 @@ from tests.fakes import (
     FakeSynthesizer,
     FakeTranscriber,
     Workers,
+    play_out,
     until,
 )
 
@@ -50,17 +51,6 @@ def make_reply(
     if not speculative:
         reply.commit()
     return reply, speaker, events
-
-
-async def play_out(speaker: Speaker, task: asyncio.Task[None]) -> int:
-    """Pop the speaker until the reply's task ends; returns the frames popped."""
-    popped = 0
-    while not task.done():
-        if speaker.pop() is not None:
-            popped += 1
-        await asyncio.sleep(0.001)
-    await task
-    return popped
 
 
 async def test_a_reply_speaks_every_word_and_returns_once_it_has_played(workers: Workers) -> None:

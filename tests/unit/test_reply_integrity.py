@@ -15,8 +15,7 @@ from pipeline.reply import Reply
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now
-from tests.fakes import FakeResponder, FakeSynthesizer, FakeTranscriber, Workers, until
-from tests.unit.test_reply import play_out
+from tests.fakes import FakeResponder, FakeSynthesizer, FakeTranscriber, Workers, play_out, until
 
 pytestmark = pytest.mark.timeout(10)
 

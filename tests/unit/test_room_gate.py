@@ -9,14 +9,9 @@ from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, S
 from pipeline.room import Room, RoomOptions, Stream
 from pipeline.room.gate import IDLE_WAIT_FRAMES
 from pipeline.vad import Endpointer, VadOptions
+from tests.audio_helpers import Noise
 
-RNG = np.random.default_rng(0)
-
-
-def noise(level_db: float) -> np.ndarray:
-    """A 20 ms white-noise frame at `level_db` dBFS."""
-    frame = RNG.standard_normal(FRAME_SAMPLES) * 10 ** (level_db / 20) * 32767
-    return np.clip(frame, -32768, 32767).astype(np.int16)
+noise = Noise(seed=0)
 
 
 class Clock:

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.events import FRAME_SAMPLES
 from pipeline.room import Room, RoomOptions
 from pipeline.room.conditioning import NOISY_ROOM_DB, Suppression
+from tests.audio_helpers import Noise
 
-RNG = np.random.default_rng(3)
-
-
-def noise(level_db: float) -> np.ndarray:
-    frame = RNG.standard_normal(FRAME_SAMPLES) * 10 ** (level_db / 20) * 32767
-    return np.clip(frame, -32768, 32767).astype(np.int16)
+noise = Noise(seed=3)
 
 
 class Halve:

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from pipeline.audio import frames
 from pipeline.events import (
     FRAME_SAMPLES,
     AudioFrame,
@@ -203,16 +204,7 @@ def test_invalid_vad_options_are_rejected_with_a_value_error(bad: dict[str, int]
 
 def test_push_with_webrtcvad_finds_a_voiced_sound_between_silences() -> None:
     """The real classifier: a harmonic-rich 120 Hz buzz is speech, digital silence is not."""
-    t = np.arange(50 * FRAME_SAMPLES) / 16_000
-    buzz = sum(np.sin(2 * np.pi * 120 * k * t) / k for k in range(1, 30))
-    tone = (buzz / np.abs(buzz).max() * 12_000).astype(np.int16)
-    audio = np.concatenate([np.zeros(20 * FRAME_SAMPLES, np.int16), tone,
-                            np.zeros(40 * FRAME_SAMPLES, np.int16)])
-    endpointer = Endpointer(VadOptions())
-    events = []
-    for i in range(len(audio) // FRAME_SAMPLES):
-        pcm = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
-        events += endpointer.push(AudioFrame(pcm, (i + 1) * 0.02))
+    events = _buzz_then_silence(Endpointer(VadOptions()))
     assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint]
     assert 0.4 - 1e-9 <= events[0].t < 0.6  # the buzz starts at 0.4 s
     assert 1.4 <= events[2].speech_end < 1.7  # and ends at 1.4 s (webrtcvad lingers a little)
@@ -230,8 +222,7 @@ def _buzz_then_silence(endpointer: Endpointer) -> list[object]:
     audio = np.concatenate([np.zeros(20 * FRAME_SAMPLES, np.int16), tone,
                             np.zeros(40 * FRAME_SAMPLES, np.int16)])
     events = []
-    for i in range(len(audio) // FRAME_SAMPLES):
-        pcm = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
+    for i, pcm in enumerate(frames(audio)):
         events += endpointer.push(AudioFrame(pcm, (i + 1) * 0.02))
     return events
 

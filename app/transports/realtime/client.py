@@ -21,9 +21,10 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
-from app.client import Received, wait_event
+from app.client import MicQueue, Received, wait_event
+from app.pacing import FrameClock
 from app.transports.realtime.protocol import RATE
-from pipeline.audio import resample, rms_dbfs, to_int16
+from pipeline.audio import resample, to_int16
 from pipeline.events import FRAME_MS, SAMPLE_RATE, Pcm
 from pipeline.timeline import now
 
@@ -63,7 +64,7 @@ class RealtimeClient:
         self.new_event = asyncio.Event()
         self.received = Received()
         self._ws: ClientConnection | None = None
-        self._queue: list[tuple[bytes, asyncio.Future[float] | None]] = []
+        self._mic_queue = MicQueue(CHUNK)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> RealtimeClient:
@@ -102,16 +103,12 @@ class RealtimeClient:
     async def _mic(self) -> None:
         """One 20 ms append per 20 ms, on one schedule: the question, else silence."""
         assert self._ws is not None
-        silence = bytes(CHUNK * 2)
-        start, sent = now(), 0
+        clock = FrameClock(RATE)
         while True:
-            data, mark = self._queue.pop(0) if self._queue else (silence, None)
+            await clock.tick()
+            data = self._mic_queue.pop().astype("<i2").tobytes()
             await self._ws.send(json.dumps({"type": "input_audio_buffer.append",
                                             "audio": base64.b64encode(data).decode()}))
-            if mark is not None and not mark.done():
-                mark.set_result(now())
-            sent += 1
-            await asyncio.sleep(max(0.0, start + sent * FRAME_MS / 1000 - now()))
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -120,9 +117,7 @@ class RealtimeClient:
             kind = event.get("type")
             if kind == "response.output_audio.delta":
                 pcm = np.frombuffer(base64.b64decode(event["delta"]), "<i2")
-                at = now()
-                for start in range(0, len(pcm), CHUNK):
-                    self.received.levels.append((at, rms_dbfs(pcm[start : start + CHUNK])))
+                self.received.hear(pcm, now(), CHUNK)
                 continue
             if isinstance(kind, str) and kind.startswith("apace."):  # apace's own events
                 event = {**event, "type": kind.removeprefix("apace.")}
@@ -138,12 +133,7 @@ class RealtimeClient:
         `speech_end_sample` (default: the last) left."""
         audio = to_int16(resample(pcm, SAMPLE_RATE, RATE)).astype("<i2")
         end = len(pcm) - 1 if speech_end_sample is None else speech_end_sample
-        mark_chunk = end * RATE // SAMPLE_RATE // CHUNK
-        mark: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        for index, start in enumerate(range(0, len(audio), CHUNK)):
-            chunk = audio[start : start + CHUNK]
-            chunk = np.pad(chunk, (0, CHUNK - len(chunk)))
-            self._queue.append((chunk.tobytes(), mark if index == mark_chunk else None))
-        while self._queue:
+        mark = self._mic_queue.say(audio, end * RATE // SAMPLE_RATE)
+        while not self._mic_queue.idle:
             await asyncio.sleep(0.01)
         return await mark

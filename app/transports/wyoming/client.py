@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from app.client import Received, wait_event
+from app.pacing import FrameClock
 from pipeline import conversation_events as wire
-from pipeline.audio import rms_dbfs
-from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from pipeline.audio import frames
+from pipeline.events import SAMPLE_RATE, Pcm
 from pipeline.timeline import SPEECH_END, Timeline, now
 
 CHUNK = 1024
@@ -88,14 +89,14 @@ class WyomingClient:
         try:
             await client.write_event(Transcribe(language="en").event())
             await client.write_event(AudioStart(rate=SAMPLE_RATE, width=2, channels=1).event())
-            started = now()
-            for start in range(0, len(pcm), CHUNK):
-                chunk = pcm[start : start + CHUNK]
+            clock = FrameClock(SAMPLE_RATE, CHUNK)
+            for index, chunk in enumerate(frames(pcm, CHUNK, last="keep")):
+                await clock.tick()
                 await client.write_event(AudioChunk(rate=SAMPLE_RATE, width=2, channels=1,
                                                     audio=chunk.astype("<i2").tobytes()).event())
-                if start <= end < start + CHUNK:
+                if index == end // CHUNK:
                     spoke_until = now()
-                await asyncio.sleep(max(0.0, started + (start + CHUNK) / SAMPLE_RATE - now()))
+            await clock.tick()  # audio-stop once the last chunk has played out
             await client.write_event(AudioStop().event())
         except (OSError, ConnectionError) as error:
             await client.disconnect()
@@ -165,10 +166,7 @@ class WyomingClient:
         while (event := await tts.read_event()) is not None:
             if AudioChunk.is_type(event.type):
                 chunk = AudioChunk.from_event(event)
-                pcm = np.frombuffer(chunk.audio, "<i2")
-                at = now()
-                for start in range(0, len(pcm), FRAME_SAMPLES):
-                    self.received.levels.append((at, rms_dbfs(pcm[start : start + FRAME_SAMPLES])))
+                self.received.hear(np.frombuffer(chunk.audio, "<i2"), now())
             elif AudioStop.is_type(event.type):
                 return
 

@@ -2,7 +2,7 @@
 hostile input, lifecycle, drain): the real command line, server and WebRTC, started in a
 second and light on the CPU.
 
-Run as `python -m tests.integration.fake_server [serve flags]`; `FakeServer(...)` starts it
+Run as `python -m tests.fake_server [serve flags]`; `FakeServer(...)` starts it
 as a child process on a free loopback port. The user is `voice()`: a synthetic voiced
 signal that webrtcvad hears as speech. Every question is heard as TRANSCRIPT and answered
 with REPLY, spoken as a tone of 100 ms per word (about 2.4 s).
@@ -80,7 +80,7 @@ class FakeServer(ServerProcess):
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.fake_server", "--port", str(self.port),
+            [sys.executable, "-m", "tests.fake_server", "--port", str(self.port),
              *args],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},

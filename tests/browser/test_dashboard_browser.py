@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.process import REPO
 from tests.browser.harness import run_scenario, skip_unless_possible
-from tests.integration.server import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -25,7 +25,7 @@ ARTIFACTS = REPO / "artifacts" / "dashboard"
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     skip_unless_possible()
-    found = run_scenario("tests.integration.dashboard_netns",
+    found = run_scenario("tests.browser.dashboard_netns",
                          tmp_path_factory.mktemp("dashboard"), ARTIFACTS / "dashboard.png",
                          ARTIFACTS)
     if found["error"]:

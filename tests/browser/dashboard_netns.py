@@ -1,8 +1,8 @@
 """One spoken turn on the talk page while the dashboard watches, in headless Chromium,
 inside a network namespace holding only `lo`.
 
-tests/integration/test_dashboard_browser.py runs this as
-`unshare --net -- python -m tests.integration.dashboard_netns QUESTION.wav OUT.json SHOT.png`.
+tests/browser/test_dashboard_browser.py runs this as
+`unshare --net -- python -m tests.browser.dashboard_netns QUESTION.wav OUT.json SHOT.png`.
 It reuses the talk-page harness of tests/browser/netns_run.py (Chromium flags, `lo`, log
 draining, polling). OUT.json is always written: what the test asserts on, or an "error"
 with the server log and both pages' consoles.
@@ -18,8 +18,8 @@ from typing import Any
 
 from playwright.sync_api import Page, Response, sync_playwright
 
+from app.process import ServerProcess
 from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, wait_until
-from tests.integration.server import ServerProcess
 
 # What the dashboard shows, read from the DOM (what a person sees), per turn card.
 DASHBOARD = """
