@@ -73,12 +73,3 @@ class Clause:
     text: str
     index: int
     ends_sentence: bool
-
-
-@dataclass(frozen=True)
-class AudioChunk:
-    """Synthesized reply audio for one clause (16 kHz mono int16)."""
-
-    pcm: Pcm = field(repr=False)
-    clause: Clause
-    last: bool

@@ -1,0 +1,48 @@
+"""What the user heard of a reply: the clauses as they were made and played, and the
+words that had reached them when the reply stopped (an interrupted reply keeps only those
+in the history)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.events import SAMPLE_RATE, Clause
+
+
+@dataclass
+class Spoken:
+    clause: Clause
+    samples: int = 0
+    played: int = 0
+    done: bool = False
+
+
+WORD_S = 0.35
+"""Seconds a spoken word takes when no clause of this reply has been made whole yet
+(Piper's voices at their normal pace: ~170 words a minute)."""
+
+
+def heard_words(spoken: Sequence[Spoken]) -> list[str]:
+    """The words played so far: whole clauses, then the played share of the next.
+
+    A clause still being made is a prefix of its words: its played share is estimated
+    at the pace of this reply's finished clauses, never more than all the audio made.
+    """
+    words: list[str] = []
+    finished = [s for s in spoken if s.done and s.samples]
+    word_samples = (sum(s.samples for s in finished) / sum(len(s.clause.text.split()) or 1
+                                                           for s in finished)
+                    if finished else WORD_S * SAMPLE_RATE)
+    for s in spoken:
+        clause_words = s.clause.text.split()
+        if s.done and s.played >= s.samples:
+            words += clause_words
+            continue
+        if s.samples:
+            share = len(clause_words) * s.played / s.samples  # as if the whole clause
+            if not s.done:
+                share = min(share, s.played / word_samples)
+            words += clause_words[: int(share)]
+        break
+    return words
