@@ -3,8 +3,12 @@
 A one-machine Ray cluster (a head and one apace node, the embedded models) and a
 single-box `apace serve` on the same machine; the same SDP offer is answered N times
 through the ingress, by the node actor called directly, and by the single box,
-interleaved. Prints the medians and p90s; the differences are the ingress's cost (HTTP,
-placement) and Ray's (the actor call). No reply is made: there is nothing to score.
+interleaved. Then Realtime: a websocket opened through the ingress (placed, then piped
+to the node's listener) and straight to the node's listener, and the round trip of one
+small command on each (`input_audio_buffer.clear` → `.cleared`): what the ingress's pipe
+adds to every message, audio included. Prints the medians and p90s; the differences are
+the ingress's cost (HTTP, placement, the pipe) and Ray's (the actor call). No reply is
+made: there is nothing to score.
 """
 
 from __future__ import annotations
@@ -39,6 +43,46 @@ async def _post(http: aiohttp.ClientSession, url: str) -> float:
         if response.status != 200:
             raise RuntimeError(f"{url}: offer refused ({response.status})")
     return (time.perf_counter() - started) * 1000
+
+
+async def _realtime(http: aiohttp.ClientSession, url: str,
+                    headers: dict[str, str]) -> tuple[float, float]:
+    """(ms until session.created, ms for one command's round trip) on a new session."""
+    started = time.perf_counter()
+    async with http.ws_connect(f"{url}/v1/realtime", headers=headers) as ws:
+        await _until(ws, "session.created")
+        opened = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        await ws.send_json({"type": "input_audio_buffer.clear"})
+        await _until(ws, "input_audio_buffer.cleared")
+        return opened, (time.perf_counter() - started) * 1000
+
+
+async def _until(ws: aiohttp.ClientWebSocketResponse, kind: str) -> None:
+    async with asyncio.timeout(30):
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT and message.json().get("type") == kind:
+                return
+    raise RuntimeError(f"the websocket closed before {kind}")
+
+
+async def _realtime_pairs(http: aiohttp.ClientSession, cluster: Cluster, ingress: str,
+                          n: int) -> dict[str, list[float]]:
+    """Realtime through the ingress and straight to the node's listener, interleaved."""
+    host, port = next(iter(cluster.endpoints.values())).realtime or ("", 0)
+    node = f"http://{host}:{port}"
+    secret = {"Authorization": f"Bearer {cluster.secret}"}
+    times: dict[str, list[float]] = {name: [] for name in (
+        "realtime open, ingress", "realtime open, node", "realtime message, ingress",
+        "realtime message, node")}
+    for i in range(n + 3):
+        through = await _realtime(http, ingress, {})
+        direct = await _realtime(http, node, secret)
+        if i >= 3:
+            for name, ms in zip(times, (through[0], direct[0], through[1], direct[1]),
+                                strict=True):
+                times[name].append(ms)
+    return times
 
 
 async def _measure(n: int) -> dict[str, list[float]]:
@@ -76,6 +120,8 @@ async def _measure(n: int) -> dict[str, list[float]]:
                 if i >= 3:
                     for name, ms in zip(times, (through, direct, box), strict=True):
                         times[name].append(ms)
+            times.update(await _realtime_pairs(http, holder["cluster"],
+                                               f"http://127.0.0.1:{port}", n))
     finally:
         single.stop()
         stop.set()
@@ -103,11 +149,16 @@ def main() -> None:
         cluster.shutdown()  # type: ignore[no-untyped-call]
     for name, values in times.items():
         ordered = sorted(values)
-        print(f"{name:>11}: median {statistics.median(values):7.1f} ms, "
+        print(f"{name:>26}: median {statistics.median(values):7.1f} ms, "
               f"p90 {ordered[int(0.9 * len(ordered))]:7.1f} ms (n={len(values)})")
     base = statistics.median(times["single box"])
     print(f"the ingress adds {statistics.median(times['ingress']) - base:+.1f} ms (median) "
           "to answering an offer, against the single box")
+    for what in ("open", "message"):
+        added = (statistics.median(times[f"realtime {what}, ingress"])
+                 - statistics.median(times[f"realtime {what}, node"]))
+        print(f"the ingress adds {added:+.1f} ms (median) to a Realtime {what}, against the "
+              "node's own listener")
 
 
 if __name__ == "__main__":
