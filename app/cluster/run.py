@@ -12,11 +12,14 @@ import shutil
 import signal
 import ssl
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from app.cli.errors import UsageError
 from app.cluster.control import (
     NAMESPACE,
     NODE_RESOURCE,
@@ -43,8 +46,7 @@ def up_command(*, head: bool, address: str | None, node: bool, cpus: int | None,
                port: int = RAY_PORT) -> list[str]:
     """The `ray start` command line for this machine: the head (with or without an apace
     node on it) or a worker joining `address`, every apace machine offering `apace_node`."""
-    ray = shutil.which("ray") or "ray"
-    command = [ray, "start", "--disable-usage-stats"]
+    command = [ray_program(), "start", "--disable-usage-stats"]
     if head:
         command += ["--head", f"--port={port}", "--include-dashboard=false"]
     else:
@@ -59,7 +61,14 @@ def up_command(*, head: bool, address: str | None, node: bool, cpus: int | None,
 
 
 def stop_command() -> list[str]:
-    return [shutil.which("ray") or "ray", "stop"]
+    return [ray_program(), "stop"]
+
+
+def ray_program() -> str:
+    """The `ray` command of the environment apace runs in (its bin folder need not be on
+    PATH: `.venv/bin/python -m app cluster up`), else the one on PATH."""
+    beside = Path(sys.executable).with_name("ray")
+    return str(beside) if beside.exists() else (shutil.which("ray") or "ray")
 
 
 def engine_from(settings: Any) -> Engine:
@@ -78,7 +87,11 @@ def names_from(settings: Any, engine: Engine) -> ProgramNames:
 
 def run_up(command: Sequence[str]) -> int:
     print("apace: " + " ".join(command), flush=True)
-    return subprocess.call(list(command))
+    try:
+        return subprocess.call(list(command))
+    except OSError as error:  # no `ray` program at all
+        raise UsageError(f"cannot run {command[0]!r} ({error.strerror}): install Ray "
+                         "into apace's environment (pip install 'ray>=2.50,<3')") from None
 
 
 def connect(address: str | None, env: dict[str, str] | None = None) -> None:
