@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 REPORT_S = 1.0
 """How often a node tells the placement book how it is."""
+CHECK_S = 0.1
+"""How often it looks whether its number of sessions changed: a change is reported at
+once, so a client that hangs up and calls again is not refused on a count a second old."""
 RECENT_TURNS = 50
 """The turns its reported TTFA p50 covers."""
 
@@ -136,10 +139,14 @@ class NodeServer:
             log.warning("node %s could not report", self.node, exc_info=True)
 
     async def _report_loop(self) -> None:
+        reported: tuple[int, float] | None = None  # (sessions, when)
         while True:
-            started = time.monotonic()
-            await self._report_now()
-            await asyncio.sleep(max(0.0, REPORT_S - (time.monotonic() - started)))
+            count = self._live().open_sessions()
+            if reported is None or count != reported[0] \
+                    or time.monotonic() - reported[1] >= REPORT_S:
+                reported = (count, time.monotonic())
+                await self._report_now()
+            await asyncio.sleep(CHECK_S)
 
 
 async def _ref(ref: Any) -> Any:
