@@ -130,6 +130,11 @@ class NodeServer:
             raise RuntimeError(f"node {self.node} is not started")
         return self.sessions
 
+    async def report_now(self) -> None:
+        """Tell the placement book how this node is now (the ingress asks when a session
+        it piped here ended)."""
+        await self._report_now()
+
     async def _report_now(self) -> None:
         if self._placement is None or self.sessions is None:
             return

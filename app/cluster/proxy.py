@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import ClientWebSocketResponse, WSCloseCode, WSMsgType, web
@@ -67,9 +68,14 @@ async def _copy(source: WebSocket, sink: WebSocket) -> Ended:
 class WebSocketPipe:
     """A client's websocket and the node's, joined: `await pipe.run()`."""
 
-    def __init__(self, client: web.WebSocketResponse, node: ClientWebSocketResponse) -> None:
+    def __init__(self, client: web.WebSocketResponse, node: ClientWebSocketResponse,
+                 before_client_closes: Callable[[], Awaitable[None]] | None = None) -> None:
         self.client = client
         self.node = node
+        self.before_client_closes = before_client_closes
+        """Awaited after the node's side closed and before the client's does (the node
+        reports its freed slot: a client that calls again at once is placed on fresh
+        counts). The client's websocket must not answer a close by itself (autoclose off)."""
         self._ending: tuple[int, bytes] | None = None
         self._pumps: list[asyncio.Task[Ended]] = []
 
@@ -115,10 +121,19 @@ class WebSocketPipe:
                                  self.node.close(code=code, message=reason),
                                  return_exceptions=True)
             return
-        other: WebSocket = self.node if ended.side is self.client else self.client
-        reason = ended.reason.encode()[:MAX_REASON_BYTES]
-        await asyncio.gather(other.close(code=passed_on(ended.code), message=reason),
-                             ended.side.close(), return_exceptions=True)
+        code, reason = passed_on(ended.code), ended.reason.encode()[:MAX_REASON_BYTES]
+        # The node's side first, then the hook, then the client's (either may be gone).
+        for side in (self.node, self.client):
+            if side is self.client and self.before_client_closes is not None:
+                try:
+                    await self.before_client_closes()
+                except Exception:
+                    log.warning("before the client's close", exc_info=True)
+            with contextlib.suppress(Exception):
+                if side is ended.side:
+                    await side.close()  # it closed: answer its close frame
+                else:
+                    await side.close(code=code, message=reason)
 
 
 async def _copy_bytes(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,

@@ -23,7 +23,7 @@ import aiohttp
 from aiohttp import ClientWebSocketResponse, web
 
 from app.cluster.proxy import WebSocketPipe
-from app.cluster.routing import CLUSTER, Cluster, NodeBusy, place_on
+from app.cluster.routing import CLUSTER, Cluster, NodeBusy, call, place_on
 from app.security.limits import Refused
 from app.transports.realtime.options import RealtimeOptions
 from app.transports.realtime.route import PATH
@@ -38,6 +38,8 @@ HEARTBEAT_S = 20.0
 """Pings on both legs, so a peer gone without a word is found (as the single box does)."""
 MAX_NODE_MESSAGE_BYTES = 16 * 1024 * 1024
 """What a node may send in one message (its own limits keep them far smaller)."""
+REPORT_TIMEOUT_S = 1.0
+"""How long a client's close waits for its node's fresh report (then it closes anyway)."""
 
 
 @dataclass
@@ -82,9 +84,12 @@ def add_realtime(app: web.Application) -> None:
 
 async def realtime(request: web.Request) -> web.StreamResponse:
     cluster, pipes = request.app[CLUSTER], request.app[PIPES]
+    # autoclose off: the client's close is answered once the node has reported its freed
+    # slot (WebSocketPipe.before_client_closes), so a client that calls again at once is
+    # not refused on the old count.
     ws = web.WebSocketResponse(max_msg_size=RealtimeOptions().max_message_bytes,
                                heartbeat=HEARTBEAT_S, timeout=CLOSE_TIMEOUT_S,
-                               protocols=("realtime",))
+                               protocols=("realtime",), autoclose=False)
     if not ws.can_prepare(request).ok:
         raise Refused(426, "this endpoint is a WebSocket: connect with Upgrade: websocket "
                            "(an OpenAI Realtime client)", {"Upgrade": "websocket"})
@@ -92,13 +97,15 @@ async def realtime(request: web.Request) -> web.StreamResponse:
         raise Refused(503, "the cluster's ingress is shutting down; try again shortly",
                       {"Retry-After": str(cluster.retry_after_s)}, kind="draining")
     query = {"apace_events": "1"} if request.query.get("apace_events") == "1" else {}
-    node = await place_on(cluster, functools.partial(_open_on, pipes.http, cluster, query))
+    placed: list[str] = []
+    node = await place_on(cluster, functools.partial(_open_on, pipes.http, cluster, query,
+                                                     placed=placed))
     try:
         await ws.prepare(request)
     except BaseException:
         await node.close(code=aiohttp.WSCloseCode.GOING_AWAY, message=b"the client left")
         raise
-    pipe = WebSocketPipe(ws, node)
+    pipe = WebSocketPipe(ws, node, functools.partial(_report_now, cluster, placed[-1]))
     pipes.live.add(pipe)
     try:
         await pipe.run()
@@ -107,10 +114,18 @@ async def realtime(request: web.Request) -> web.StreamResponse:
     return ws
 
 
+async def _report_now(cluster: Cluster, node: str) -> None:
+    """Ask `node` to tell the placement book how it is now (its session just ended)."""
+    actor = cluster.nodes.get(node)
+    if actor is not None:
+        await call(actor.report_now, timeout=REPORT_TIMEOUT_S)
+
+
 async def _open_on(http: aiohttp.ClientSession, cluster: Cluster, query: dict[str, str],
-                   node: str) -> tuple[ClientWebSocketResponse, bool]:
+                   node: str, *, placed: list[str]) -> tuple[ClientWebSocketResponse, bool]:
     """The node's Realtime websocket, opened with the cluster secret (a session is
-    running there once it is open)."""
+    running there once it is open); `placed` gets the node's name."""
+    placed.append(node)
     endpoints = cluster.endpoints.get(node)
     if endpoints is None or endpoints.realtime is None:
         raise LookupError(f"node {node} has no Realtime listener")

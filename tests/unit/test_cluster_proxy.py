@@ -216,3 +216,25 @@ async def test_realtime_needs_the_ingress_credential_and_nothing_reaches_a_node(
     finally:
         await client.close()
         await server.close()
+
+
+async def test_a_clients_close_is_answered_once_its_node_has_reported(setup: Setup) -> None:
+    """A client that hangs up and calls again at once must be placed on fresh counts: the
+    ingress answers its close only after the node's side closed and the node reported."""
+    reports: list[int] = []
+
+    class NodeActor:
+        async def report_now(self) -> None:
+            reports.append(len(setup.nodes["a"].closes))
+            await asyncio.sleep(0.2)
+
+    setup.client.app[CLUSTER].nodes = {"a": Actor(NodeActor()), "b": Actor(NodeActor())}
+    ws = await setup.client.ws_connect("/v1/realtime")
+    await ws.send_str("hello")
+    await ws.receive()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await ws.close()
+    assert loop.time() - started >= 0.2  # the close waited for the report
+    assert len(reports) == 1
+    await until_closed(setup.nodes["a"])
