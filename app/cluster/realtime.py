@@ -23,7 +23,7 @@ import aiohttp
 from aiohttp import ClientWebSocketResponse, web
 
 from app.cluster.proxy import WebSocketPipe
-from app.cluster.routing import CLUSTER, Cluster, NodeBusy, call, place_on
+from app.cluster.routing import CLUSTER, Cluster, NodeBusy, place_on, report_now
 from app.security.limits import Refused
 from app.transports.realtime.options import RealtimeOptions
 from app.transports.realtime.route import PATH
@@ -38,8 +38,6 @@ HEARTBEAT_S = 20.0
 """Pings on both legs, so a peer gone without a word is found (as the single box does)."""
 MAX_NODE_MESSAGE_BYTES = 16 * 1024 * 1024
 """What a node may send in one message (its own limits keep them far smaller)."""
-REPORT_TIMEOUT_S = 1.0
-"""How long a client's close waits for its node's fresh report (then it closes anyway)."""
 
 
 @dataclass
@@ -105,20 +103,13 @@ async def realtime(request: web.Request) -> web.StreamResponse:
     except BaseException:
         await node.close(code=aiohttp.WSCloseCode.GOING_AWAY, message=b"the client left")
         raise
-    pipe = WebSocketPipe(ws, node, functools.partial(_report_now, cluster, placed[-1]))
+    pipe = WebSocketPipe(ws, node, functools.partial(report_now, cluster, placed[-1]))
     pipes.live.add(pipe)
     try:
         await pipe.run()
     finally:
         pipes.live.discard(pipe)
     return ws
-
-
-async def _report_now(cluster: Cluster, node: str) -> None:
-    """Ask `node` to tell the placement book how it is now (its session just ended)."""
-    actor = cluster.nodes.get(node)
-    if actor is not None:
-        await call(actor.report_now, timeout=REPORT_TIMEOUT_S)
 
 
 async def _open_on(http: aiohttp.ClientSession, cluster: Cluster, query: dict[str, str],

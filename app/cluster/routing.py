@@ -120,3 +120,20 @@ async def book(cluster: Cluster, method: str, *args: Any) -> Any:
 async def forget(cluster: Cluster, node: str) -> None:
     cluster.forgotten(node)
     await book(cluster, "forget", node)
+
+
+REPORT_TIMEOUT_S = 1.0
+"""How long the end of a piped connection waits for its node's fresh report."""
+
+
+async def report_now(cluster: Cluster, node: str) -> None:
+    """Ask `node` to tell the placement book how it is now: a conversation piped there
+    just ended, and its client may call again at once. A node that does not answer in
+    time is left to its next report (logged)."""
+    actor = cluster.nodes.get(node)
+    if actor is None:
+        return
+    try:
+        await call(actor.report_now, timeout=REPORT_TIMEOUT_S)
+    except Exception as error:
+        log.info("node %s did not report at once (%s)", node, type(error).__name__)

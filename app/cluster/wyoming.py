@@ -13,11 +13,12 @@ is passed over. A client that cannot be placed gets a Wyoming `error` event sayi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from app.cluster.listeners import WELCOME, hello
 from app.cluster.proxy import close_stream, pipe_streams
-from app.cluster.routing import Cluster, NodeBusy, place_on
+from app.cluster.routing import Cluster, NodeBusy, place_on, report_now
 from app.security.limits import Refused
 from app.transports.wyoming.server import WyomingOptions, networks, peer_refusal, refuse
 
@@ -77,12 +78,16 @@ class WyomingIngress:
             if refusal is not None:
                 await refuse(writer, *refusal, timeout_s=timeout_s)
                 return
+            placed: list[str] = []
             try:
-                opened = await place_on(self.cluster, self._open_on)
+                opened = await place_on(self.cluster,
+                                        functools.partial(self._open_on, placed=placed))
             except Refused as refused:
                 await refuse(writer, refused.reason, "busy", timeout_s=timeout_s)
                 return
             await pipe_streams((reader, writer), opened, write_timeout_s=timeout_s)
+            # Home Assistant connects again for its next request: place it on fresh counts.
+            await report_now(self.cluster, placed[-1])
         except (ConnectionError, TimeoutError) as error:
             log.debug("wyoming connection ended: %r", error)
         except Exception:
@@ -90,8 +95,10 @@ class WyomingIngress:
         finally:
             await close_stream(writer)
 
-    async def _open_on(self, node: str) -> tuple[Stream, bool]:
-        """A stream to `node`'s Wyoming server, past its handshake."""
+    async def _open_on(self, node: str, *, placed: list[str]) -> tuple[Stream, bool]:
+        """A stream to `node`'s Wyoming server, past its handshake (`placed` gets the
+        node's name)."""
+        placed.append(node)
         endpoints = self.cluster.endpoints.get(node)
         if endpoints is None or endpoints.wyoming is None:
             raise LookupError(f"node {node} has no Wyoming listener")
