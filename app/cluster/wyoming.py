@@ -20,6 +20,7 @@ from app.cluster.listeners import WELCOME, hello
 from app.cluster.proxy import close_stream, pipe_streams
 from app.cluster.routing import Cluster, NodeBusy, place_on, report_now
 from app.security.limits import Refused
+from app.transports.listener import TcpListener
 from app.transports.wyoming.server import WyomingOptions, networks, peer_refusal, refuse
 
 log = logging.getLogger(__name__)
@@ -30,45 +31,14 @@ CONNECT_TIMEOUT_S = 5.0
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-class WyomingIngress:
+class WyomingIngress(TcpListener):
     """Listens on `options.host`:`options.port` (its `allow` applies); `start`, `close`."""
 
     def __init__(self, cluster: Cluster, options: WyomingOptions) -> None:
+        super().__init__(options.host, options.port, what="Wyoming", task_name="wyoming-pipe")
         self.cluster = cluster
         self.options = options
-        self.port = options.port
         self._networks = networks(options.allow)
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        """Listen (raises ValueError naming the address when that fails)."""
-        try:
-            self._server = await asyncio.start_server(self._accept, self.options.host,
-                                                      self.options.port)
-        except OSError as error:
-            raise ValueError(f"cannot listen on {self.options.host}:{self.options.port} for "
-                             f"Wyoming: {error.strerror}") from None
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        """Stop listening and end every piped connection. Cancel-safe."""
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.wait(list(self._connections))
-
-    @property
-    def connections(self) -> int:
-        return len(self._connections)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # Owned by this ingress (cancelled on close), as WyomingServer owns its connections.
-        task = asyncio.create_task(self._connection(reader, writer), name="wyoming-pipe")
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:

@@ -16,10 +16,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, Response, sync_playwright
+from playwright.sync_api import Page, Response
 
 from app.process import ServerProcess
-from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, wait_until
+from tests.browser.netns_run import run, served_browser, wait_until
 
 # What the dashboard shows, read from the DOM (what a person sees), per turn card.
 DASHBOARD = """
@@ -71,44 +71,31 @@ def _log_page(page: Page, name: str, console: list[str]) -> None:
 def watch(wav: Path, shot: Path, result: dict[str, Any]) -> None:
     server = ServerProcess("--host", "127.0.0.1")
     result["server_pid"] = server.proc.pid
-    reader = drain(server)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"],
-            )
-            try:
-                context = browser.new_context(viewport={"width": 1280, "height": 900})
-                dashboard, talk = context.new_page(), context.new_page()
-                _log_page(dashboard, "dashboard", result["console"])
-                _log_page(talk, "talk", result["console"])
-                dashboard.goto(server.url + "/dashboard")
-                wait_until(dashboard, "window.dashboard.state.feed === 'live'", 10, "live feed")
-                talk.bring_to_front()  # a background tab's timers would blur the onset time
-                talk.goto(server.url + "/")
-                talk.click("#talk")
-                wait_until(talk, "window.apace.state === 'listening'", 20, "connection")
-                wait_until(talk, "window.apace.turns.length >= 1", 120, "finished turn")
-                wait_until(dashboard, HEARD, 10, "browser TTFA on the dashboard")
-                result["talk"] = talk.evaluate(TALK)
-                result["api_turns"] = server.get("/api/turns")["turns"]
-                result["api_stats"] = server.get("/api/stats")
-                with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
-                    result["metrics"] = response.read().decode()
-                time.sleep(1.2)  # one stats tick, so the tiles show this turn
-                dashboard.bring_to_front()
-                result["dashboard"] = dashboard.evaluate(DASHBOARD)
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                dashboard.screenshot(path=str(shot), full_page=True)
-                talk.click("#talk")  # hang up, so the server closes the session cleanly
-                wait_until(talk, "window.apace.state === 'closed'", 10, "hang-up")
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        reader.join(timeout=5)
-        result["server_log"] = server.log.decode(errors="replace")
+    with served_browser(server, wav, result) as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        dashboard, talk = context.new_page(), context.new_page()
+        _log_page(dashboard, "dashboard", result["console"])
+        _log_page(talk, "talk", result["console"])
+        dashboard.goto(server.url + "/dashboard")
+        wait_until(dashboard, "window.dashboard.state.feed === 'live'", 10, "live feed")
+        talk.bring_to_front()  # a background tab's timers would blur the onset time
+        talk.goto(server.url + "/")
+        talk.click("#talk")
+        wait_until(talk, "window.apace.state === 'listening'", 20, "connection")
+        wait_until(talk, "window.apace.turns.length >= 1", 120, "finished turn")
+        wait_until(dashboard, HEARD, 10, "browser TTFA on the dashboard")
+        result["talk"] = talk.evaluate(TALK)
+        result["api_turns"] = server.get("/api/turns")["turns"]
+        result["api_stats"] = server.get("/api/stats")
+        with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
+            result["metrics"] = response.read().decode()
+        time.sleep(1.2)  # one stats tick, so the tiles show this turn
+        dashboard.bring_to_front()
+        result["dashboard"] = dashboard.evaluate(DASHBOARD)
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        dashboard.screenshot(path=str(shot), full_page=True)
+        talk.click("#talk")  # hang up, so the server closes the session cleanly
+        wait_until(talk, "window.apace.state === 'closed'", 10, "hang-up")
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ the browser console, so a failure explains itself.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -22,7 +23,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,27 @@ def drain(server: ServerProcess) -> threading.Thread:
     return thread
 
 
+@contextlib.contextmanager
+def served_browser(server: Any, wav: Path, result: dict[str, Any]) -> Iterator[Any]:
+    """Headless Chromium (Debian's, its microphone playing `wav` once) beside `server`,
+    whose output is drained meanwhile. On the way out the browser closes, the server
+    stops and its log goes into `result["server_log"]`."""
+    reader = drain(server)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"])
+            try:
+                yield browser
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        reader.join(timeout=5)
+        result["server_log"] = server.log.decode(errors="replace")
+
+
 def wait_until(page: Page, condition: str, timeout: float, what: str) -> None:
     """Poll `condition` (a JS expression) in the page; on timeout say what the page shows."""
     deadline = time.monotonic() + timeout
@@ -216,44 +238,31 @@ def talk(wav: Path, shot: Path, result: dict[str, Any]) -> None:
     result["speech_start_in_wav_s"] = (len(pcm) - speech_end_sample(pcm[::-1])) / SAMPLE_RATE
     server = ServerProcess("--host", "127.0.0.1", timeout=120)
     result["server_pid"] = server.proc.pid
-    reader = drain(server)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"],
-            )
-            try:
-                result["chromium"] = browser.version
-                page = browser.new_page()
-                page.on("console", lambda m: result["console"].append(f"{m.type}: {m.text}"))
-                page.on("pageerror", lambda e: result["console"].append(f"pageerror: {e}"))
-                page.on("response", lambda r: note_failure(r, result["console"]))
-                page.add_init_script(PROBE)
-                page.goto(server.url + "/")
-                page.click("#talk")
-                # Not state === 'listening': under load "ready" and "speech_started" can
-                # arrive together, and the state moves on before a poll sees it.
-                wait_until(page, "window.apace.messages.some((m) => m.type === 'ready')", 30,
-                           "connection")
-                wait_until(page, "window.apace.turns.length >= 1", 120, "finished turn")
-                wait_until(page, "window.apace.audio.maxRms > 0.01", 20, "audible reply")
-                time.sleep(0.5)  # let the meter see the reply's tail
-                snapshot = page.evaluate(SNAPSHOT)
-                result["page"] = snapshot
-                result["browser_timing"] = browser_timing(snapshot, speech_end_s)
-                result["api_turns"] = server.get("/api/turns")["turns"]
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(shot), full_page=True)
-                page.click("#talk")  # hang up, so the server closes the session cleanly
-                wait_until(page, "window.apace.state === 'closed'", 10, "hang-up")
-                result["sessions_after_hangup"] = sessions_closed(server, timeout=10)
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        reader.join(timeout=5)
-        result["server_log"] = server.log.decode(errors="replace")
+    with served_browser(server, wav, result) as browser:
+        result["chromium"] = browser.version
+        page = browser.new_page()
+        page.on("console", lambda m: result["console"].append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: result["console"].append(f"pageerror: {e}"))
+        page.on("response", lambda r: note_failure(r, result["console"]))
+        page.add_init_script(PROBE)
+        page.goto(server.url + "/")
+        page.click("#talk")
+        # Not state === 'listening': under load "ready" and "speech_started" can
+        # arrive together, and the state moves on before a poll sees it.
+        wait_until(page, "window.apace.messages.some((m) => m.type === 'ready')", 30,
+                   "connection")
+        wait_until(page, "window.apace.turns.length >= 1", 120, "finished turn")
+        wait_until(page, "window.apace.audio.maxRms > 0.01", 20, "audible reply")
+        time.sleep(0.5)  # let the meter see the reply's tail
+        snapshot = page.evaluate(SNAPSHOT)
+        result["page"] = snapshot
+        result["browser_timing"] = browser_timing(snapshot, speech_end_s)
+        result["api_turns"] = server.get("/api/turns")["turns"]
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True)
+        page.click("#talk")  # hang up, so the server closes the session cleanly
+        wait_until(page, "window.apace.state === 'closed'", 10, "hang-up")
+        result["sessions_after_hangup"] = sessions_closed(server, timeout=10)
 
 
 Scenario = Callable[[Path, Path, dict[str, Any]], None]

@@ -15,9 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
-
-from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, sessions_closed, wait_until
+from tests.browser.netns_run import (
+    run,
+    served_browser,
+    sessions_closed,
+    wait_until,
+)
 from tests.fake_server import FakeServer
 
 CROSS_ORIGIN_SOCKET = """
@@ -32,23 +35,10 @@ CROSS_ORIGIN_SOCKET = """
 def pairing(wav: Path, shot: Path, result: dict[str, Any]) -> None:
     config = Path(tempfile.mkdtemp(prefix="apace-pairing-"))
     server = FakeServer("--require-pairing", env={"XDG_CONFIG_HOME": str(config)})
-    reader = drain(server)
-    try:
+    with served_browser(server, wav, result) as browser:
         found = re.search(rb"(http://\S+/pair#\S+)", server.log)
         assert found is not None, server.log
-        link = found.group(1).decode()
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"])
-            try:
-                _in_browser(browser.new_context(), server, link, shot, result)
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        reader.join(timeout=5)
-        result["server_log"] = server.log.decode(errors="replace")
+        _in_browser(browser.new_context(), server, found.group(1).decode(), shot, result)
 
 
 def _in_browser(context: Any, server: FakeServer, link: str, shot: Path,

@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
-
-from tests.browser.netns_run import CHROMIUM, CHROMIUM_ARGS, drain, run, sessions_closed, wait_until
+from tests.browser.netns_run import (
+    run,
+    served_browser,
+    sessions_closed,
+    wait_until,
+)
 from tests.fake_server import FakeServer
 
 READY = "window.apace.messages.filter((m) => m.type === 'ready').length"
@@ -25,38 +28,26 @@ READY = "window.apace.messages.filter((m) => m.type === 'ready').length"
 
 def reconnect(wav: Path, shot: Path, result: dict[str, Any]) -> None:
     server = FakeServer("--max-session-age", "4")
-    reader = drain(server)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=[*CHROMIUM_ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"])
-            try:
-                page = browser.new_page()
-                page.on("console", lambda m: result["console"].append(f"{m.type}: {m.text}"))
-                page.goto(server.url + "/")
-                page.click("#talk")
-                wait_until(page, f"{READY} >= 1", 30, "first call")
-                wait_until(page, "window.apace.state === 'reconnecting'", 15,
-                           "the page noticing the server ended the call")
-                result["notice_while_reconnecting"] = page.inner_text("#notice")
-                wait_until(page, f"{READY} >= 2", 20, "second call placed by the page")
-                result["reconnects"] = page.evaluate("window.apace.reconnects")
-                result["state_after_reconnect"] = page.evaluate("window.apace.state")
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(shot))
-                page.click("#talk")  # the user hangs up
-                result["sessions_after_hangup"] = sessions_closed(server, timeout=10)
-                time.sleep(5)  # longer than the session age: nothing calls again
-                result["state_after_hangup"] = page.evaluate("window.apace.state")
-                result["reconnects_after_hangup"] = page.evaluate("window.apace.reconnects")
-                result["sessions_later"] = int(server.get("/healthz")["sessions"])
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        reader.join(timeout=5)
-        result["server_log"] = server.log.decode(errors="replace")
+    with served_browser(server, wav, result) as browser:
+        page = browser.new_page()
+        page.on("console", lambda m: result["console"].append(f"{m.type}: {m.text}"))
+        page.goto(server.url + "/")
+        page.click("#talk")
+        wait_until(page, f"{READY} >= 1", 30, "first call")
+        wait_until(page, "window.apace.state === 'reconnecting'", 15,
+                   "the page noticing the server ended the call")
+        result["notice_while_reconnecting"] = page.inner_text("#notice")
+        wait_until(page, f"{READY} >= 2", 20, "second call placed by the page")
+        result["reconnects"] = page.evaluate("window.apace.reconnects")
+        result["state_after_reconnect"] = page.evaluate("window.apace.state")
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot))
+        page.click("#talk")  # the user hangs up
+        result["sessions_after_hangup"] = sessions_closed(server, timeout=10)
+        time.sleep(5)  # longer than the session age: nothing calls again
+        result["state_after_hangup"] = page.evaluate("window.apace.state")
+        result["reconnects_after_hangup"] = page.evaluate("window.apace.reconnects")
+        result["sessions_later"] = int(server.get("/healthz")["sessions"])
 
 
 if __name__ == "__main__":

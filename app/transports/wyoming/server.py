@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from app.transports.listener import TcpListener
 from app.transports.wyoming.conversations import Conversations
 from app.transports.wyoming.info import ProgramNames
 from app.transports.wyoming.protocol import Decoder, Event, FramingError, Limits, encode
@@ -89,56 +90,29 @@ async def refuse(writer: asyncio.StreamWriter, text: str, code: str, *, timeout_
             await writer.drain()
 
 
-class WyomingServer:
+class WyomingServer(TcpListener):
     def __init__(self, engine: Engine, names: ProgramNames, options: WyomingOptions | None = None,
                  *, classify: Callable[[Pcm], bool] | None = None, gate: Gate | None = None
                  ) -> None:
+        self.options = options or WyomingOptions()
+        super().__init__(self.options.host, self.options.port, what="Wyoming",
+                         task_name="wyoming-connection")
         self.engine = engine
         self.names = names
-        self.options = options or WyomingOptions()
         self.classify = classify
         self.gate = gate
         """Asked first on each allowed connection (a cluster node's handshake with the
         ingress, app.cluster.listeners): a refusal's reason, or None to go on."""
         self.conversations = Conversations(engine, max_open=self.options.max_conversations,
                                            idle_s=self.options.conversation_idle_s)
-        self.port = self.options.port
         self.admitted = 0
         """Connections past the refusals and the gate, being answered now."""
         self._networks = networks(self.options.allow)
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        """Listen (raises ValueError naming the address when that fails)."""
-        try:
-            self._server = await asyncio.start_server(self._accept, self.options.host,
-                                                      self.options.port)
-        except OSError as error:
-            raise ValueError(f"cannot listen on {self.options.host}:{self.options.port} for "
-                             f"Wyoming: {error.strerror}") from None
-        self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
         """Stop listening, end every connection and conversation. Cancel-safe."""
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.wait(list(self._connections))
+        await super().close()
         await self.conversations.close_all()
-
-    @property
-    def connections(self) -> int:
-        return len(self._connections)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # The connection runs in a task the server owns (and cancels on close); asyncio's
-        # own callback task ends here, so cancelling never reaches it.
-        task = asyncio.create_task(self._connection(reader, writer), name="wyoming-connection")
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
