@@ -6,7 +6,7 @@ normalised text (`normalise`): lower case, words only, so "Paris!" and "paris" a
 rule's regex never has to care about punctuation.
 
 Why these checks: measured from outside, a small model got stuck repeating one sentence,
-restated the question as its answer, and invented the weather (see MEASURED.md). Each of
+restated the question as its answer, and invented the weather. Each of
 those is one function here, so a regression shows up as a number, not an anecdote.
 """
 
