@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 from pipeline.vad import VadOptions
 
 T = TypeVar("T")
-GROUP = "latency levers (all on by default; off to measure)"
+GROUP = ("latency levers (the --no-/--fixed-/--sentence- flags and a 30 s --asr-window turn"
+         " one off, to measure; --prompt-lookup and --draft-model add one)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,9 +10,11 @@ with REPLY, spoken as a tone of 100 ms per word (about 2.4 s).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,3 +104,19 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+async def settled(server: FakeServer, tasks: int | None = None,
+                  within_s: float = 15) -> dict[str, Any]:
+    """/healthz once no session is left and the task count held still for 0.5 s (and is
+    down to `tasks`, if given: connections refused early linger LINGER_S, no longer)."""
+    deadline = time.monotonic() + within_s
+    previous = None
+    while time.monotonic() < deadline:
+        health: dict[str, Any] = server.get("/healthz")
+        if health["sessions"] == 0 and health["tasks"] == previous \
+                and (tasks is None or health["tasks"] <= tasks):
+            return health
+        previous = health["tasks"] if health["sessions"] == 0 else None
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"server never settled: {server.get('/healthz?detail')}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from aiortc import RTCConfiguration, RTCPeerConnection
+from aiortc.mediastreams import AudioStreamTrack, VideoStreamTrack
+
 FINGERPRINT = ("a=fingerprint:sha-256 43:FB:EE:74:18:74:EC:D8:C7:D7:6E:C4:B4:80:91:BE:4E:48:17:"
                "DF:91:2F:8A:4D:6E:76:9B:59:7A:CE:40:75")
 
@@ -80,3 +83,16 @@ def with_lines(sdp: str, old: str, new: str) -> str:
     lines = sdp.split("\r\n")
     index = lines.index(old)
     return "\r\n".join([*lines[:index], *([new] if new else []), *lines[index + 1:]])
+
+
+async def make_offer(video: bool = False) -> str:
+    """A real offer from aiortc: audio (and video) plus a data channel."""
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    pc.addTrack(AudioStreamTrack())
+    if video:
+        pc.addTrack(VideoStreamTrack())
+    pc.createDataChannel("apace")
+    await pc.setLocalDescription(await pc.createOffer())
+    sdp: str = pc.localDescription.sdp
+    await pc.close()
+    return sdp

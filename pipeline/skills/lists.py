@@ -140,6 +140,8 @@ class ListStore:
 _LISTS = {"shopping": "shopping", "grocery": "shopping", "groceries": "shopping",
           "to do": "to-do", "todo": "to-do", "to-do": "to-do"}
 _LIST = r"(?:my|the|our) (?:(?P<list>shopping|grocery|groceries|to do|todo|to-do) )?list"
+_NOW = r"(?: (?:now|right now|at the moment|currently|so far|today|please))?$"
+"""What a question about a list may end with ("How many items are on my list now?")."""
 _POLITE = re.compile(r"^(?:(?:hey|ok|okay|please|can you|could you|would you|will you|and|also)\b ?)+")
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("add", re.compile(
@@ -152,14 +154,14 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("clear", re.compile(rf"^(?:clear|empty|erase|wipe|reset|delete)(?: out)? {_LIST}$")),
     ("clear", re.compile(
         rf"^(?:delete|remove|clear|erase) (?:everything|all items|all the items) (?:from|on|off) {_LIST}$")),
-    ("read", re.compile(rf"^(?:is there |do i have )?anything (?:on|in) {_LIST}$")),
+    ("read", re.compile(rf"^(?:is there |do i have )?anything (?:on|in) {_LIST}{_NOW}")),
     ("has", re.compile(rf"^(?:is|are|do i have|have i got|did i add|did i put) (?P<items>.+?) "
-                       rf"(?:on|in) {_LIST}(?: already)?$")),
+                       rf"(?:on|in) {_LIST}(?: already)?{_NOW}")),
     ("read", re.compile(
         rf"^(?:what's|whats|what is|what are|what do i have|what have i got|what else is|tell me what's|"
         rf"read|read me|read out|show me|check|list|how many (?:items|things) are)\b.*\b(?:on|in)? ?"
-        rf"{_LIST}$")),
-    ("read", re.compile(rf"^(?:read (?:me |out )?)?{_LIST}$")),
+        rf"{_LIST}{_NOW}")),
+    ("read", re.compile(rf"^(?:read (?:me |out )?)?{_LIST}{_NOW}")),
     ("note", re.compile(
         r"^(?:take|make|write|jot)(?: down)? (?:a |me a )?note(?::| that| saying| of)?\s*(?P<note>.*)$")),
     ("note", re.compile(r"^(?:note|note down|add a note|save a note)(?::| that)?\s+(?P<note>.+)$")),

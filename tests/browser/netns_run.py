@@ -32,8 +32,7 @@ from playwright.sync_api import Page, Response, sync_playwright
 from app.process import ServerProcess
 from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import SAMPLE_RATE
-
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser.harness import CHROMIUM
 
 # --allow-loopback-in-peer-connection: Chromium gathers no 127.0.0.1 candidate without it,
 # and `lo` is the only interface here. The rest keep a headless root Chromium quiet.

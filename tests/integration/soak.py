@@ -25,9 +25,9 @@ from app.client import Client
 from app.process import ServerProcess
 from app.serve import use_loopback_candidates
 from pipeline.events import Pcm
-from tests.fake_server import FakeServer, voice
+from tests.fake_server import FakeServer, settled, voice
 from tests.integration.fuzz_offers import malformed_offers
-from tests.integration.test_security_input import make_offer, settled
+from tests.offers import make_offer
 
 WARM_UP = 0.5
 """The first half of the samples is left out of the slope: the allocator's arenas, caches

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -15,14 +14,14 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from aiortc import RTCConfiguration, RTCDataChannel, RTCPeerConnection
-from aiortc.mediastreams import AudioStreamTrack, VideoStreamTrack
+from aiortc import RTCDataChannel
 
 from app.client import Client
 from app.security.limits import read_body, refusals
 from app.serve import use_loopback_candidates
-from tests.fake_server import FakeServer
+from tests.fake_server import FakeServer, settled
 from tests.integration.fuzz_offers import Case, malformed_offers
+from tests.offers import make_offer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,35 +34,6 @@ def server() -> Iterator[FakeServer]:
     proc = FakeServer("--connect-timeout", "2", "--idle-timeout", "3", "--max-sessions", "4")
     yield proc
     proc.stop()
-
-
-async def make_offer(video: bool = False) -> str:
-    """A real offer from aiortc: audio (and video) plus a data channel."""
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTrack(AudioStreamTrack())
-    if video:
-        pc.addTrack(VideoStreamTrack())
-    pc.createDataChannel("apace")
-    await pc.setLocalDescription(await pc.createOffer())
-    sdp: str = pc.localDescription.sdp
-    await pc.close()
-    return sdp
-
-
-async def settled(server: FakeServer, tasks: int | None = None,
-                  within_s: float = 15) -> dict[str, Any]:
-    """/healthz once no session is left and the task count held still for 0.5 s (and is
-    down to `tasks`, if given: connections refused early linger LINGER_S, no longer)."""
-    deadline = time.monotonic() + within_s
-    previous = None
-    while time.monotonic() < deadline:
-        health: dict[str, Any] = server.get("/healthz")
-        if health["sessions"] == 0 and health["tasks"] == previous \
-                and (tasks is None or health["tasks"] <= tasks):
-            return health
-        previous = health["tasks"] if health["sessions"] == 0 else None
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"server never settled: {server.get('/healthz?detail')}")
 
 
 async def _pieces(body: bytes, pause_s: float) -> AsyncIterator[bytes]:

@@ -19,8 +19,8 @@ import pytest
 from app.client import Client
 from app.process import REPO
 from app.serve import use_loopback_candidates
-from tests.fake_server import REPLY, FakeServer, voice
-from tests.integration.test_security_input import make_offer, settled
+from tests.fake_server import REPLY, FakeServer, settled, voice
+from tests.offers import make_offer
 
 pytestmark = pytest.mark.timeout(90)
 

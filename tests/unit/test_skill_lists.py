@@ -105,10 +105,20 @@ def test_notes_are_taken_read_and_deleted(store: ListStore) -> None:
     assert commit(skill, "read my notes") == "You have no notes."
 
 
+@pytest.mark.parametrize("transcript", [
+    "How many items are on my list now?", "What's on my shopping list right now?",
+    "Is there anything on my list at the moment?", "Read me my shopping list, please.",
+])
+def test_a_question_about_the_list_may_end_with_now(store: ListStore, transcript: str) -> None:
+    skill = ListSkill(store)
+    commit(skill, "Add eggs and milk to my shopping list.")
+    assert commit(skill, transcript) == "Your shopping list has 2 items: eggs and milk."
+
+
 @pytest.mark.parametrize(
     "transcript",
-    ["What is a shopping list?", "Make a list of fruits.", "What's a good note-taking app?",
-     "List the planets.", "Tell me about musical notes."],
+    ["What is a shopping list?", "Is the list now ready?", "Make a list of fruits.",
+     "What's a good note-taking app?", "List the planets.", "Tell me about musical notes."],
 )
 def test_near_misses_are_left_to_the_llm(store: ListStore, transcript: str) -> None:
     assert ask(ListSkill(store), transcript) is None
