@@ -65,6 +65,8 @@ class AsrOptions:
         if not self.windows_s or not all(1 <= window <= 30 for window in self.windows_s):
             # faster-whisper pads to 30 s: no window holds more.
             raise ValueError(f"Whisper windows must be 1-30 seconds, got {self.windows_s}")
+        if not 1 <= self.beam_size <= 10:
+            raise ValueError(f"Whisper's beam width must be 1-10, got {self.beam_size}")
 
 
 @dataclass(frozen=True)

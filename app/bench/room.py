@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from app.bench.asr import normalise
 from app.bench.latency import Utterance
 from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
 from app.client import Client
@@ -106,7 +107,8 @@ def parse_conditions(spec: str | None) -> list[Condition]:
 
 
 def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Phantoms, lost questions and WER (of the questions not said over a reply),
+    """Phantoms, lost questions and WER (of the questions not said over a reply; numbers
+    count as the same words however written: app.bench.asr.normalise),
     self-interruptions, talk-overs (honoured, then answered) and TTFA (pure)."""
     import jiwer
 
@@ -118,8 +120,8 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
             heard.setdefault(owner, []).append(str(turn.get("transcript", "")))
     phantom = owners.count(None) + sum(len(v) - 1 for v in heard.values())
     plain = [i for i, a in enumerate(asked) if not a.talk_over]  # talk-overs: below
-    refs = [_norm(asked[i].text) for i in plain]
-    hyps = [_norm(" ".join(heard.get(i, []))) for i in plain]
+    refs = [normalise(asked[i].text) for i in plain]
+    hyps = [normalise(" ".join(heard.get(i, []))) for i in plain]
     words = sum(len(r.split()) for r in refs)
     errors = sum(jiwer.process_words(r, h).wer * len(r.split()) if h else len(r.split())
                  for r, h in zip(refs, hyps, strict=True))
@@ -129,6 +131,12 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     overs = [a for a in asked if a.talk_over]
     honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
     ttfa = [a.ttfa_ms for a in asked if a.ttfa_ms is not None and not a.talk_over]
+    answered = {owner: turn for owner, turn in zip(owners, turns, strict=True)
+                if owner is not None and owner in plain}
+    skill_ttfa = [asked[i].ttfa_ms for i, turn in answered.items()
+                  if turn.get("skill") and asked[i].ttfa_ms is not None]
+    waits = [float(turn["timeline_ms"]["endpoint"]) for turn in answered.values()
+             if "endpoint" in (turn.get("timeline_ms") or {})]
     out: dict[str, Any] = {
         "questions": len(plain), "turns": len(turns), "phantom_turns": phantom,
         "lost": sum(i not in heard for i in plain),
@@ -140,6 +148,11 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     if ttfa:
         p50, p95 = np.percentile(ttfa, [50, 95])
         out["ttfa_client"] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}
+    if skill_ttfa:  # the room's own latency: a skill answers in milliseconds, an LLM varies
+        out["ttfa_client_skill"] = {"n": len(skill_ttfa),
+                                    "p50": round(float(np.percentile(skill_ttfa, 50)), 1)}
+    if waits:
+        out["endpoint_ms_p50"] = round(float(np.percentile(waits, 50)), 1)
     return out
 
 
@@ -149,10 +162,6 @@ def _owner(asked: Sequence[Asked], speech_end: float) -> int | None:
         if a.start - 0.3 <= speech_end <= a.end + 1.0:
             return index
     return None
-
-
-def _norm(text: str) -> str:
-    return " ".join("".join(c for c in text.lower() if c.isalnum() or c in " '").split())
 
 
 async def _ask(client: Client, utterance: Utterance) -> Asked:
@@ -239,7 +248,8 @@ async def run_condition(url: str, condition: Condition, questions: Sequence[Utte
             await asyncio.sleep(GAP_S)
         await asyncio.sleep(1.0)
         result.events = [{k: e.get(k) for k in ("type", "received", "speech_end_t",
-                                                "transcript", "interrupted")}
+                                                "transcript", "reply", "interrupted",
+                                                "skill", "timeline_ms")}
                          for e in client.events if e["type"] in ("turn", "barge_in")]
     result.summary = summarize(result.asked, result.events)
     return result
@@ -318,7 +328,8 @@ def _save(results: Sequence[ConditionResult], out: Path) -> None:
 
 def report(results: Sequence[ConditionResult]) -> None:
     print(f"\n{'condition':<17}{'asked':>6}{'turns':>6}{'phantom':>8}{'lost':>5}{'WER':>7}"
-          f"{'self-cut':>9}{'talk-over':>10}  {'stop ms':<18}{'TTFA p50/p95':>14}{'answered':>9}")
+          f"{'self-cut':>9}{'talk-over':>10}  {'stop ms':<18}{'TTFA p50/p95':>14}{'answered':>9}"
+          f"{'skill TTFA p50 (n)':>20}{'endpoint p50':>13}")
     for r in results:
         s = r.summary
         ttfa = s.get("ttfa_client", {})
@@ -327,4 +338,10 @@ def report(results: Sequence[ConditionResult]) -> None:
         print(f"{r.condition.name:<17}{s['questions']:>6}{s['turns']:>6}{s['phantom_turns']:>8}"
               f"{s['lost']:>5}{s['wer']:>7.3f}{s['self_interruptions']:>9}"
               f"{s['talk_overs_honoured']:>6}/{s['talk_overs']:<3}  {stops:<18}{cell:>14}"
-              f"{s['talk_overs_answered']:>9}")
+              f"{s['talk_overs_answered']:>9}{_skill_cell(s):>20}"
+              f"{s.get('endpoint_ms_p50', float('nan')):>13.0f}")
+
+
+def _skill_cell(summary: dict[str, Any]) -> str:
+    skill = summary.get("ttfa_client_skill")
+    return f"{skill['p50']:.0f} ({skill['n']})" if skill else "-"

@@ -14,6 +14,7 @@ from app import levers
 from app.cli.errors import UsageError
 from models.catalog import TIERS
 from models.load import ModelChoice
+from pipeline.asr import AsrOptions
 from pipeline.conversation import ConversationOptions
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import LlmOptions
@@ -48,6 +49,7 @@ def settings_from(args: argparse.Namespace) -> Any:
                            tts=args.tts_voice, turn=args.turn_model,
                            asr_device=args.asr_device, threads=args.threads,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
+        asr=_checked(AsrOptions, "--asr-beam", beam_size=args.asr_beam),
         # 0: every core, as for the other models (the models take turns on the CPU).
         llm=LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
                        gpu_layers=args.llm_gpu_layers,
@@ -96,6 +98,8 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("engine")
     group.add_argument("--threads", type=int, default=0, help="CPU threads per model (0: all)")
     group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
+    group.add_argument("--asr-beam", type=int, metavar="N", default=AsrOptions().beam_size,
+                       help="Whisper's beam width, 1-10 (1: greedy; default %(default)s)")
     group.add_argument("--llm-gpu-layers", type=int, default=0,
                        help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")

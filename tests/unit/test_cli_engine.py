@@ -1,10 +1,14 @@
-"""`--threads`: 0 means every core for each model, the LLM included."""
+"""The engine flags: `--threads` (0 means every core for each model, the LLM included),
+the ear's flags."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
+
 from app.cli import _parser, settings_from
+from app.cli.errors import UsageError
 
 
 def _settings(*flags: str):  # type: ignore[no-untyped-def]
@@ -18,3 +22,15 @@ def test_threads_0_gives_the_llm_every_core() -> None:
 
 def test_a_thread_count_is_given_to_the_llm_as_is() -> None:
     assert _settings("--threads", "3").llm.threads == 3
+
+
+def test_the_beam_width_reaches_the_asr_options() -> None:
+    assert _settings().asr.beam_size == 1
+    assert _settings("--asr-beam", "1").asr.beam_size == 1
+    assert _settings("--asr-beam", "3").asr.beam_size == 3
+
+
+def test_a_beam_width_out_of_range_is_a_usage_error_naming_the_flag() -> None:
+    for bad in ("0", "11"):
+        with pytest.raises(UsageError, match="--asr-beam"):
+            _settings("--asr-beam", bad)

@@ -76,3 +76,29 @@ def test_a_talk_over_is_scored_apart_from_the_questions() -> None:
     summary = summarize(asked, events)
     assert summary["questions"] == 1 and summary["lost"] == 0 and summary["wer"] == 0.0
     assert summary["talk_overs_honoured"] == 1 and summary["talk_overs_answered"] == 0
+
+
+def test_skill_answers_time_the_room_apart_from_the_llm() -> None:
+    """TTFA of the questions a skill answered (no LLM in it) and the server's wait from
+    the end of speech to the endpoint are reported apart from TTFA over all questions."""
+    asked = [Asked("set a timer for five minutes", 1.0, 2.0, ttfa_ms=400.0),
+             Asked("what is a noun", 5.0, 6.0, ttfa_ms=3000.0),
+             Asked("what is six times seven", 9.0, 10.0, ttfa_ms=600.0)]
+    events = [{**turn(2.05, "set a timer for five minutes"), "skill": "timer",
+               "timeline_ms": {"endpoint": 250.0}},
+              {**turn(6.05, "what is a noun"), "skill": None, "timeline_ms": {"endpoint": 1000.0}},
+              {**turn(10.05, "what is six times seven"), "skill": "math",
+               "timeline_ms": {"endpoint": 300.0}}]
+    summary = summarize(asked, events)
+    assert summary["ttfa_client"]["p50"] == 600.0
+    assert summary["ttfa_client_skill"] == {"n": 2, "p50": 500.0}
+    assert summary["endpoint_ms_p50"] == 300.0
+
+
+def test_numbers_count_as_the_same_words_however_written() -> None:
+    asked = [Asked("Set a timer for forty five minutes.", 1.0, 2.0),
+             Asked("Calculate eight percent of two hundred fifty.", 5.0, 6.0)]
+    events = [turn(2.1, "Set a timer for 45 minutes."), turn(6.1, "calculate 8% of 250.")]
+    assert summarize(asked, events)["wer"] == 0.0
+    events = [turn(2.1, "Set a timer for 45 minutes."), turn(6.1, "calculate 8% of 200.")]
+    assert summarize(asked, events)["wer"] > 0.0
