@@ -133,8 +133,8 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     ttfa = [a.ttfa_ms for a in asked if a.ttfa_ms is not None and not a.talk_over]
     answered = {owner: turn for owner, turn in zip(owners, turns, strict=True)
                 if owner is not None and owner in plain}
-    skill_ttfa = [asked[i].ttfa_ms for i, turn in answered.items()
-                  if turn.get("skill") and asked[i].ttfa_ms is not None]
+    skill_ttfa = [ttfa_ms for i, turn in answered.items()
+                  if turn.get("skill") and (ttfa_ms := asked[i].ttfa_ms) is not None]
     waits = [float(turn["timeline_ms"]["endpoint"]) for turn in answered.values()
              if "endpoint" in (turn.get("timeline_ms") or {})]
     out: dict[str, Any] = {
