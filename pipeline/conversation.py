@@ -199,6 +199,10 @@ class Conversation:
 
     def _on_endpoint(self, event: Endpoint) -> None:
         reply = self._reply
+        if reply is not None and reply.speculative and self.busy and event.voice_after_onset:
+            # Words came after the onset its transcript was made at: hear the whole turn.
+            self._cancel_speculation(reason="voice after its silence onset")
+            reply = None
         if reply is not None and reply.speculative and self.busy:
             reply.timeline.stamp(ENDPOINT, event.t)
             reply.commit()
@@ -328,7 +332,7 @@ class Conversation:
                 return self.turns[i]
         return None
 
-    def _cancel_speculation(self) -> None:
+    def _cancel_speculation(self, reason: str = "user resumed") -> None:
         reply = self._reply
         if reply is None or not reply.speculative or not self.busy:
             return
@@ -338,7 +342,7 @@ class Conversation:
             stats.cancelled += 1
             stats.wasted_tokens += reply.tokens
             stats.wasted_ms += (now() - reply.started) * 1000
-        self._cancel_reply(reason="user resumed")
+        self._cancel_reply(reason=reason)
 
     def _check_barge_in(self) -> None:
         reply = self._reply

@@ -61,6 +61,9 @@ class Endpoint:
     t: float
     speech_end: float
     audio: Pcm = field(repr=False)
+    voice_after_onset: bool = False
+    """Voice went on after the silence onset without resuming the turn (a soft last
+    word the gate doubted): a transcript made at the onset lacks it."""
 
 
 VadEvent = SpeechStarted | SilenceOnset | SpeechResumed | Endpoint

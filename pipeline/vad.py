@@ -36,6 +36,12 @@ from pipeline.room import Room
 
 LEVEL_DECAY_DB = 0.5
 """How fast the tracked speech level falls per voiced frame (20 ms): 25 dB/s."""
+LATE_VOICE_MS = 60
+"""Voice this long after a silence onset, even if it does not resume the turn, makes a
+transcript made at the onset stale (Endpoint.voice_after_onset; the Wyoming transport
+checks the same on webrtcvad alone). Found over Wyoming: 3 of 87 questions lost their soft
+last words ("How many centimeters are in" for "... in a meter?") — the room gate had taken
+them for the room, so the turn never resumed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,25 +207,31 @@ class Endpointer:
                 self._silent_ms += FRAME_MS
                 if self._silent_ms >= self.options.onset_ms:
                     self._state = _State.PAUSING
-                    self._resume_frames = 0
+                    self._resume_frames = self._late_run = 0
+                    self._voice_after_onset = False
                     # Too little confirmed speech yet to be a turn: pause without telling.
                     self._held = self.confirmed_ms < self._min_turn_ms
                     if not self._held:
                         events.append(SilenceOnset(frame.t, self._last_voiced, self._audio()))
         else:  # PAUSING: a blip of voice does not end the pause; sustained voice does.
             self._silent_ms += FRAME_MS
+            self._late_run = self._late_run + 1 if voiced else 0
+            if self._late_run * FRAME_MS >= LATE_VOICE_MS:
+                self._voice_after_onset = True
             # Consecutive voiced frames only: scattered clicks must not add up to a resume.
             self._resume_frames = self._resume_frames + 1 if resumes else 0
             if resumes:
                 if self._resume_frames * FRAME_MS >= self._resume_ms:
                     self._state = _State.SPEAKING
+                    self._late_run, self._voice_after_onset = 0, False
                     self._last_voiced = frame.t
                     self._silent_ms = 0
                     if not self._held:
                         events.append(SpeechResumed(frame.t))
         if self._state is _State.PAUSING and self._silent_ms >= self.endpoint_ms:
             if not self._held:  # a held utterance ends unheard: it was the room
-                events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
+                events.append(Endpoint(frame.t, self._last_voiced, self._audio(),
+                                       voice_after_onset=self._voice_after_onset))
             self._reset()
         elif self._state is not _State.IDLE and self._too_long():
             events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
@@ -258,6 +270,8 @@ class Endpointer:
         self._silent_ms = 0
         self._started = 0.0
         self._last_voiced = 0.0
+        self._late_run = 0
+        self._voice_after_onset = False
         self.endpoint_ms = self.options.endpoint_ms
         self._level = -120.0
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
-from pipeline.events import FRAME_SAMPLES
+from pipeline.events import FRAME_SAMPLES, AudioFrame, VadEvent
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
@@ -25,16 +25,19 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
+from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,
     SAMPLES_PER_WORD,
+    TEST_VAD,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
     Mic,
     Workers,
+    any_sound,
     conversation,
     until,
 )
@@ -335,3 +338,47 @@ async def test_a_failed_prefill_does_not_end_the_conversation(workers: Workers) 
             turns = len(conv.turns)
             await mic.play_until(lambda turns=turns: len(conv.turns) == turns + 1)
     assert len(conv.turns) == 2
+
+
+class DoubtfulGate(Endpointer):
+    """An endpointer whose room gate doubts the voice while `doubt` is set: it keeps a
+    turn going but neither starts nor resumes one (a soft last word under the room)."""
+
+    doubt = False
+
+    def push(self, frame: AudioFrame) -> list[VadEvent]:
+        voiced = bool(frame.pcm.any())
+        sure = voiced and not self.doubt
+        return self.advance(frame, voiced, confirmed=sure, resumes=sure)
+
+
+@pytest.mark.parametrize("soft_frames", [0, 4])
+async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
+    workers: Workers, soft_frames: int,
+) -> None:
+    """A word the gate doubts after the silence onset does not resume the turn, but the
+    transcript made at the onset lacks it: at the endpoint the whole turn is transcribed
+    again. Without such a word the speculation is committed as it is."""
+    transcriber = FakeTranscriber("how many items are on my list",
+                                  "how many items are on my list now")
+    responder = FakeResponder(["Two."], delay_s=0.05)
+    conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
+    gate = DoubtfulGate(TEST_VAD, classify=any_sound)
+    conv.endpointer = gate
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: responder.started.is_set())
+        gate.doubt = True
+        await mic.send(True, soft_frames)  # 80 ms of a soft word (or none)
+        gate.doubt = False
+        assert conv.speculation.cancelled == 0  # the gate did not hear the turn resume
+        await mic.send(False, ENDPOINT_FRAMES)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    if soft_frames:
+        assert conv.speculation.cancelled == 1 and len(transcriber.calls) == 2
+        assert transcriber.calls[1] > transcriber.calls[0]  # the whole turn, soft word too
+        assert conv.history[0] == Message("user", "how many items are on my list now")
+    else:
+        assert conv.speculation.committed == 1 and len(transcriber.calls) == 1
+        assert conv.history[0] == Message("user", "how many items are on my list")

@@ -32,12 +32,15 @@ class Feeder:
         self.events: list[tuple[int, object]] = []
 
     def feed(self, pattern: str) -> list[object]:
-        """'x' is a voiced frame, '.' a silent one; returns the events they caused."""
+        """'x' is a voiced frame, '.' a silent one, 's' a soft one (voice that goes on but
+        neither starts nor resumes a turn: a room gate's doubt); returns the events."""
         caused = []
         for ch in pattern:
             self.n += 1
             pcm = np.full(FRAME_SAMPLES, self.n, np.int16)  # the frame's number, for audio checks
-            for event in self.endpointer.advance(AudioFrame(pcm, self.n * 0.02), ch == "x"):
+            frame = AudioFrame(pcm, self.n * 0.02)
+            sure = ch == "x"
+            for event in self.endpointer.advance(frame, ch in "xs", confirmed=sure, resumes=sure):
                 self.events.append((self.n, event))
                 caused.append(event)
         return caused
@@ -137,6 +140,20 @@ def test_scattered_voiced_frames_in_a_pause_do_not_add_up_to_a_resume() -> None:
     feeder = Feeder()
     feeder.feed("xxxxx" + "..." + "x.x.x..")
     assert feeder.kinds() == [(3, "SpeechStarted"), (8, "SilenceOnset"), (15, "Endpoint")]
+
+
+@pytest.mark.parametrize(("pause", "stale"), [
+    ("...sss.......", True),  # 60 ms of soft voice after the onset: a word the onset lacks
+    ("...ss........", False),  # 40 ms: a blip
+    ("...s.s.s.....", False),  # scattered
+    ("...xxx" + "." * 10, False),  # resumed: the next onset's transcript has it
+    ("." * 10, False),
+])
+def test_the_endpoint_says_whether_voice_came_after_the_onset(pause: str, stale: bool) -> None:
+    feeder = Feeder()
+    feeder.feed("xxxxx" + pause)
+    end = feeder.events[-1][1]
+    assert isinstance(end, Endpoint) and end.voice_after_onset is stale
 
 
 def test_an_utterance_longer_than_max_utterance_s_is_ended_without_a_pause() -> None:

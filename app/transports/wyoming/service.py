@@ -39,7 +39,7 @@ from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SilenceOnset
 from pipeline.room import Stream
 from pipeline.timeline import now
-from pipeline.vad import Endpointer, webrtc_classifier
+from pipeline.vad import LATE_VOICE_MS, Endpointer, webrtc_classifier
 from pipeline.workers import Priority
 
 log = logging.getLogger(__name__)
@@ -68,13 +68,6 @@ class ServiceOptions:
     """Characters of text for one synthesis."""
     speculate: bool = True
     """Transcribe at apace's silence onset, before Home Assistant's audio-stop."""
-
-
-LATE_VOICE_MS = 60
-"""Voice this long (webrtcvad, no room gate) after a speculation's silence onset makes it
-stale: quality bench over Wyoming, 3 of 87 questions lost their soft last words ("How
-many centimeters are in" for "... in a meter?") — the room gate had taken them for the
-room, so the turn never resumed."""
 
 
 class Listening:
