@@ -72,7 +72,7 @@ class Captions:
             if models.detector is not None and models.detector_worker is not None:
                 await models.detector_worker.run(models.detector.prefill, words,
                                                  priority=Priority.BACKGROUND)
-            await models.llm_worker.run(models.responder.prefill, list(conv.history), words,
+            await models.llm_worker.run(models.responder.prefill, conv.llm_history(), words,
                                         priority=Priority.BACKGROUND)
         except Exception:
             log.exception("reading the caption ahead failed")

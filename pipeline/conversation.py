@@ -42,7 +42,7 @@ from pipeline.events import (
     SpeechResumed,
     SpeechStarted,
 )
-from pipeline.integrity import IntegrityOptions
+from pipeline.integrity import IntegrityOptions, prompt_history
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
 from pipeline.reply import Models, Reply
@@ -298,6 +298,11 @@ class Conversation:
                                    done_logprob=reply.done_logprob,
                                    verdict_pending=reply.judging)
 
+    def llm_history(self) -> list[Message]:
+        """What the next reply's LLM will read of the history (pipeline.integrity): idle
+        reading ahead must read exactly that, or the reply re-reads it all."""
+        return prompt_history(self.history, self.options.integrity)
+
     async def _prefill_next(self, history: list[Message]) -> None:
         """Idle work: a failure here must not end the conversation (it is in its group)."""
         models = self.models
@@ -383,7 +388,7 @@ class Conversation:
         self.history += [Message("user", reply.transcript or ""),
                          Message("assistant", heard, interrupted=interrupted)]
         if self._group is not None:  # read the next prompt's start while the user is silent
-            self._prefill = self._group.create_task(self._prefill_next(list(self.history)))
+            self._prefill = self._group.create_task(self._prefill_next(self.llm_history()))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob,
                     skill=reply.skill.skill if reply.skill is not None else None,

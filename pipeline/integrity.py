@@ -49,7 +49,8 @@ class IntegrityOptions:
 
 
 def prompt_history(history: Sequence[Message], options: IntegrityOptions) -> list[Message]:
-    """What the LLM reads of `history`: the newest `max_exchanges` exchanges; an exchange
+    """What the LLM reads of `history`: the newest exchanges, at most `max_exchanges` and
+    at least half as many (`window_start`); an exchange
     whose reply was interrupted is left out whole unless `keep_interrupted` (its question
     alone, a user turn with no answer, made Qwen2.5-0.5B answer the next question with
     "Egypt is the capital of Egypt.")."""
@@ -64,8 +65,20 @@ def prompt_history(history: Sequence[Message], options: IntegrityOptions) -> lis
         return []
     users = [i for i, m in enumerate(kept) if m.role == "user"]
     if len(users) > options.max_exchanges:
-        kept = kept[users[-options.max_exchanges]:]
+        kept = kept[users[window_start(len(users), options.max_exchanges)]:]
     return kept
+
+
+def window_start(exchanges: int, most: int) -> int:
+    """The first of `exchanges` the prompt keeps, at most `most` of them: the window moves
+    in steps of half its size, so that its start — and with it the prompt's prefix the
+    LLM has read — stays put for several turns. A window that slid by one exchange every
+    turn changed the prompt right after the system prompt, and every turn re-read the
+    whole history (seconds on a CPU; `apace bench --room`'s 19-question sessions)."""
+    if exchanges <= most:
+        return 0
+    step = max(1, (most + 1) // 2)
+    return -(-(exchanges - most) // step) * step
 
 
 _WORD = re.compile(r"[a-z0-9']+")

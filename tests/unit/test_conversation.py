@@ -382,3 +382,22 @@ async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
     else:
         assert conv.speculation.committed == 1 and len(transcriber.calls) == 1
         assert conv.history[0] == Message("user", "how many items are on my list")
+
+
+async def test_the_prefill_between_turns_reads_what_the_next_reply_reads(
+    workers: Workers,
+) -> None:
+    """Past the history window (4 exchanges), what is read ahead between turns is the
+    windowed history the next reply's LLM gets, not the whole conversation (which it
+    would never read: it was seconds of wasted CPU a turn in long sessions)."""
+    responder = FakeResponder(["Sure thing."])
+    transcriber = FakeTranscriber(*[f"question {i}" for i in range(7)])
+    conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        for turn in range(7):
+            await mic.say()
+            await mic.play_until(lambda turn=turn: len(responder.prefills) == turn + 1)
+    assert len(responder.histories) == 7
+    for turn in range(1, 7):
+        assert responder.histories[turn] == responder.prefills[turn - 1][0]
+    assert max(len(history) for history, _ in responder.prefills) == 8  # 4 exchanges

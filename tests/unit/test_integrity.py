@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from pipeline.integrity import (
@@ -10,6 +12,7 @@ from pipeline.integrity import (
     earlier_replies,
     prompt_history,
     sentence_budget,
+    window_start,
 )
 from pipeline.llm import Message
 
@@ -44,6 +47,20 @@ def test_the_prompt_keeps_only_the_newest_exchanges() -> None:
     kept = prompt_history(history, IntegrityOptions(max_exchanges=2))
     assert kept == exchange("q4", "a4") + exchange("q5", "a5")
     assert prompt_history(history, IntegrityOptions(max_exchanges=0)) == []
+
+
+@pytest.mark.parametrize("most", [1, 2, 3, 4, 6])
+def test_the_history_window_moves_in_steps_of_half_its_size(most: int) -> None:
+    """Between ceil(most/2) and `most` exchanges are kept, the newest always; the window's
+    start never goes back and stays put for ceil(most/2) turns at a time, so the prompt's
+    prefix (and the KV the LLM read for it) holds for that long."""
+    step = (most + 1) // 2
+    starts = [window_start(n, most) for n in range(40)]
+    for n, start in enumerate(starts):
+        assert (start == 0) if n <= most else (most - step + 1 <= n - start <= most)
+    moves = [n for n in range(1, 40) if starts[n] != starts[n - 1]]
+    assert all(b - a == step for a, b in itertools.pairwise(moves))
+    assert starts == sorted(starts)
 
 
 def test_a_reply_that_follows_an_earlier_one_is_a_copy_and_nothing_of_it_is_released() -> None:
