@@ -48,7 +48,7 @@ __all__ = ["LOOPBACK_HOSTS", "Exposure", "secure", "self_signed", "serve", "serv
 
 
 def use_loopback_candidates() -> None:
-    """Make aioice offer 127.0.0.1, which it never does by itself (DESIGN.md): a browser
+    """Make aioice offer 127.0.0.1, which it never does by itself: a browser
     on the same machine, or one in a network namespace holding only `lo`, can then reach
     the server's media socket."""
     import aioice.ice

@@ -1,7 +1,7 @@
 """ASR on faster-whisper (CTranslate2): one utterance, the encoder window sized to it.
 
 faster-whisper pads every input to Whisper's 30 s window. On CPU the tiny encoder costs
-~280 ms for 30 s but ~34 ms for 10 s, with the same transcript (DESIGN.md). So utterances
+~280 ms for 30 s but ~34 ms for 10 s, with the same transcript (measured on a 2-core CPU). So utterances
 up to 30 s are encoded in the smallest of `windows_s` that holds them; windows under 10 s
 made Whisper repeat itself, so 10 s is the floor. Longer audio takes faster-whisper's
 ordinary chunked path, unbiased.

@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 class ConversationOptions:
     vad: VadOptions = field(default_factory=VadOptions)
     speculate: bool = True
-    """Start the reply at silence onset and play it at the endpoint (DESIGN.md lever 1)."""
+    """Start the reply at silence onset and play it at the endpoint (README, speculation)."""
     barge_in_ms: int = 200
     """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
     gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
@@ -72,7 +72,7 @@ class ConversationOptions:
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
-    """How reply text is cut for TTS (first clause early: DESIGN.md lever 5)."""
+    """How reply text is cut for TTS (first clause early: README, latency levers)."""
     partial_interval_s: float | None = 1.0
     """Live captions: transcribe the utterance so far this often (None: off). They run at
     background priority, behind every confirmed or speculative job."""

@@ -5,7 +5,7 @@ its own; models/shared_responder.py: a sequence of the shared engine).
 The prompt of every turn is the previous turn's prompt plus the new exchange, so
 llama.cpp's longest-common-prefix check finds the conversation's KV prefix (system prompt
 + history) already evaluated and only the new user turn is read: TTFT ~600 ms cold, ~50 ms
-warm (DESIGN.md). Between turns `prefill` also reads the finished exchange and the
+warm (measured on a 2-core CPU). Between turns `prefill` also reads the finished exchange and the
 template's start of the next user message, so a reply reads only the user's words and the
 assistant header. The history is trimmed, oldest exchanges first, before it would
 overflow the context.
@@ -83,7 +83,7 @@ class LlmOptions:
     reuse_kv: bool = True
     """Keep the conversation's KV prefix between turns (off only to measure its worth)."""
     prompt_lookup: bool = False
-    """Prompt-lookup drafts: measured slower for chat on CPU (DESIGN.md), so off."""
+    """Prompt-lookup drafts: measured slower for chat on CPU (`apace bench --ablate`), so off."""
     draft_model: str | None = None
     """A smaller GGUF with the same vocabulary that drafts every reply (ModelDraft)."""
     tools: bool = True

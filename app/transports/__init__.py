@@ -1,5 +1,6 @@
 """Ways in besides the browser: thin adapters from a protocol onto the same Engine and
-Conversation that WebRTC uses (DESIGN.md "Ways in").
+Conversation that WebRTC uses (README, "Use it from Home Assistant" and "Use it from
+OpenAI-Realtime clients").
 
 - `wyoming/`: Home Assistant's Wyoming protocol over TCP (asr, tts, handle).
 - `realtime/`: an OpenAI-Realtime-compatible WebSocket at /v1/realtime on the main port.
