@@ -72,8 +72,15 @@ def endpoint_silence_ms(
     words = _WORD.findall(text.lower())
     if not words:
         return default_ms
-    if words[-1] in _TRAILING_WORDS or text.endswith((",", "-", "—", "…", "...")):
+    if text.endswith((",", "-", "—", "…", "...")):
         return options.trailing_ms
+    if words[-1] in _TRAILING_WORDS:
+        # Many a finished turn ends in one ("… to all of you.", "Turn it on."): where
+        # Whisper closed the sentence, a detector not sure it is unfinished decides
+        # between complete and statement; fragments scored -20 … -28.
+        closed = text.endswith((".", "?", "!"))
+        if not closed or done_logprob is None or done_logprob <= options.unfinished_logprob:
+            return options.trailing_ms
     if done_logprob is not None:
         if done_logprob >= options.done_logprob:
             return options.complete_ms

@@ -218,7 +218,13 @@ async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) ->
         ("Set a timer for ten minutes.", -6.1, 200),  # a finished statement: no 700 ms wait
         ("play some jazz music", -4.0, 200),
         ("What time is it?", -14.0, 700),  # unsure: the middle band
-        ("What is the weather like", -2.0, 900),  # a trailing word still wins
+        ("What is the weather like", -2.0, 900),  # a trailing word Whisper left open wins
+        # A closed sentence ending in one: the detector decides (real scores).
+        ("Send a message to all of you.", -11.8, 700),
+        ("Turn it on.", -9.5, 200),
+        ("Where are you from?", -9.6, 200),
+        ("Set a timer for.", -21.6, 900),
+        ("Can you?", -27.1, 900),
     ],
 )
 def test_the_turn_detectors_verdict_replaces_punctuation(
