@@ -62,6 +62,11 @@ class EngineCollector(Collector):
         for outcome in ("started", "committed", "cancelled"):
             outcomes.add_metric([outcome], speculation[outcome])
         yield outcomes
+        yield _counter("apace_speculation_reheard", "Speculations whose turn was transcribed "
+                       "again after voice in the pause that did not resume it.",
+                       speculation["reheard"])
+        yield _counter("apace_speculation_reheard_kept", "Of those, kept: the same words.",
+                       speculation["kept"])
         yield _counter("apace_speculation_wasted_tokens",
                        "LLM tokens spent on cancelled speculative replies.",
                        speculation["wasted_tokens"])

@@ -21,7 +21,7 @@ from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
 from pipeline.asr import AsrOptions
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.llm import LlmOptions
 from pipeline.skills import Skill

@@ -14,7 +14,6 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +23,6 @@ from pipeline.asr import FixedTranscript
 from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
-from pipeline.clauses import ClauseOptions
 from pipeline.conversation_events import (
     BargeIn,
     ConversationEvent,
@@ -33,6 +31,7 @@ from pipeline.conversation_events import (
     Turn,
     UserSpeaking,
 )
+from pipeline.conversation_options import ConversationOptions
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
@@ -42,47 +41,21 @@ from pipeline.events import (
     SpeechResumed,
     SpeechStarted,
 )
-from pipeline.integrity import IntegrityOptions, prompt_history
+from pipeline.heard import stamp_heard
+from pipeline.integrity import prompt_history
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
 from pipeline.reply import Models, Reply
-from pipeline.room import Room, RoomOptions
+from pipeline.room import Room
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
-from pipeline.timeline import ENDPOINT, SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline, now
-from pipeline.vad import Endpointer, VadOptions
+from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
+from pipeline.turn_detector import normalise
+from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConversationOptions:
-    vad: VadOptions = field(default_factory=VadOptions)
-    speculate: bool = True
-    """Start the reply at silence onset and play it at the endpoint (README, speculation)."""
-    barge_in_ms: int = 200
-    """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
-    gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
-    bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
-    200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
-    room: RoomOptions = field(default_factory=RoomOptions)
-    """Telling the user from the room: its noise, background talk, our own echo."""
-    endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
-    """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
-    clauses: ClauseOptions = field(default_factory=ClauseOptions)
-    """How reply text is cut for TTS (first clause early: README, latency levers)."""
-    partial_interval_s: float | None = 1.0
-    """Live captions: transcribe the utterance so far this often (None: off). They run at
-    background priority, behind every confirmed or speculative job."""
-    prefill_captions: bool = True
-    """While the user speaks, the LLM and the turn detector read the words a caption has
-    settled on (all but its last word), so that at silence onset only the rest is left."""
-    integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
-    """What the LLM reads of the history, the copy guard, the spoken-length budget."""
-    owner: str = "default"
-    """Whose shopping list and notes the skills read and change."""
 
 
 def _ignore(_event: ConversationEvent) -> None:
@@ -127,6 +100,8 @@ class Conversation:
         self.captions = Captions(self)
         self._group: asyncio.TaskGroup | None = None
         self._prefill: asyncio.Task[None] | None = None
+        self._rehearing: asyncio.Task[None] | None = None
+        """Transcribing the turn again after late voice (`_hear_again`)."""
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
 
@@ -163,7 +138,10 @@ class Conversation:
                 self.emit(UserSpeaking())
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self.captions.stop()
-                self._start_reply(event.audio, event.speech_end, speculative=True)
+                if event.again:
+                    self._hear_again(event)
+                else:
+                    self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
                 self._cancel_speculation()
             elif isinstance(event, Endpoint):
@@ -197,8 +175,52 @@ class Conversation:
         self._barge_in(reply, reason)
         return True
 
+    def _hear_again(self, onset: SilenceOnset) -> None:
+        """Voice came after the speculation's onset and stopped: hear the turn again now,
+        while the pause goes on. The speculation stands if the words are the same (the
+        voice was the room's); else it is replaced, so that the endpoint rarely has to
+        wait for a whole new turn's transcription."""
+        reply = self._reply
+        if reply is None or not reply.speculative or not self.busy or reply.transcript is None:
+            # No speculation (yet), or its transcription is still to come: start afresh.
+            self._cancel_speculation(reason="voice after its silence onset")
+            self._start_reply(onset.audio, onset.speech_end, speculative=True)
+            return
+        if self._group is not None:
+            self._stop_rehearing()
+            for stats in self._speculation():
+                stats.reheard += 1
+            self._rehearing = self._group.create_task(self._compare(reply, onset))
+
+    async def _compare(self, reply: Reply, onset: SilenceOnset) -> None:
+        try:
+            text: str | None = await self.models.hear(onset.audio, Priority.SPECULATIVE)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # hear it again in the reply itself
+            log.exception("transcribing the turn again failed")
+            text = None
+        self._rehearing = None
+        if self._reply is not reply or not reply.speculative or not self.busy:
+            return  # the endpoint or a resume came first
+        if text is not None and normalise(text) == normalise(reply.transcript or ""):
+            for stats in self._speculation():
+                stats.kept += 1
+            return
+        self._cancel_speculation(reason="voice after its silence onset")
+        self._start_reply(onset.audio, onset.speech_end, speculative=True, text=text or None)
+
+    def _stop_rehearing(self) -> None:
+        if self._rehearing is not None:
+            self._rehearing.cancel()
+            self._rehearing = None
+
     def _on_endpoint(self, event: Endpoint) -> None:
         reply = self._reply
+        if self._rehearing is not None:  # the endpoint could not wait: hear the whole turn
+            self._stop_rehearing()
+            self._cancel_speculation(reason="voice after its silence onset")
+            reply = None
         if reply is not None and reply.speculative and self.busy and event.voice_after_onset:
             # Words came after the onset its transcript was made at: hear the whole turn.
             self._cancel_speculation(reason="voice after its silence onset")
@@ -291,6 +313,8 @@ class Conversation:
         """How long the silence must last to end the turn: the speculative reply's
         transcript, and the turn detector's verdict on it once that is in, decide."""
         reply, default = self._reply, self.options.vad.endpoint_ms
+        if self._rehearing is not None:  # the words may change: wait for them (~0.2 s)
+            return max(default, (self.options.endpoint or EndpointOptions()).trailing_ms)
         if (self.options.endpoint is None or reply is None or not reply.speculative
                 or reply.transcript is None):
             return default
@@ -316,26 +340,10 @@ class Conversation:
         return (self.speculation, self.stats.speculation)
 
     def heard_at(self, t: float) -> Turn | None:
-        """The page heard reply audio start at `t` (server clock): TTFA (browser).
-
-        It belongs to the latest reply that started sending before `t`, within 2 s. A reply
-        still being made takes the stamp; a turn already recorded is replaced by a copy
-        with it, which is returned (its records must learn of it); else None.
-        """
-        def heard(timeline: Timeline) -> bool:
-            sent = timeline.stamps.get(TTFA_SERVER)
-            return sent is not None and sent <= t < sent + 2.0 and not timeline.has(TTFA_BROWSER)
-
-        if self._reply is not None and heard(self._reply.timeline):
-            self._reply.timeline.stamp(TTFA_BROWSER, t)
-            return None
-        for i in range(len(self.turns) - 1, max(-1, len(self.turns) - 3), -1):
-            turn = self.turns[i]
-            if heard(turn.timeline):
-                self.turns[i] = dataclasses.replace(
-                    turn, timeline=turn.timeline.with_stamp(TTFA_BROWSER, t))
-                return self.turns[i]
-        return None
+        """The page heard reply audio start at `t` (server clock): TTFA (browser). A
+        recorded turn that took the stamp is returned (pipeline.heard.stamp_heard)."""
+        return stamp_heard(self._reply.timeline if self._reply is not None else None,
+                           self.turns, t)
 
     def _cancel_speculation(self, reason: str = "user resumed") -> None:
         reply = self._reply
@@ -371,6 +379,7 @@ class Conversation:
             self._finish(reply, interrupted=True)
 
     def _cancel_reply(self, *, reason: str) -> None:
+        self._stop_rehearing()
         if self._task is not None and not self._task.done():
             log.debug("cancelling reply: %s", reason)
             self._task.cancel()

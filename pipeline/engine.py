@@ -17,8 +17,9 @@ import numpy as np
 
 from pipeline.asr import Transcriber
 from pipeline.caches import CachedSynthesizer, ReplyCache
-from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation import Conversation
 from pipeline.conversation_events import Emit, Turn
+from pipeline.conversation_options import ConversationOptions
 from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder

@@ -45,6 +45,10 @@ class SilenceOnset:
     t: float
     speech_end: float
     audio: Pcm = field(repr=False)
+    again: bool = False
+    """A later onset of the same pause: voice came after the first one without resuming
+    the turn (a soft last word the gate doubted, or the room), and has stopped. `audio`
+    has it; a transcript made at the earlier onset may lack a word."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ class Endpoint:
     speech_end: float
     audio: Pcm = field(repr=False)
     voice_after_onset: bool = False
-    """Voice went on after the silence onset without resuming the turn (a soft last
-    word the gate doubted): a transcript made at the onset lacks it."""
+    """Voice went on after the last silence onset (first or `again`) without resuming
+    the turn (a soft last word the gate doubted): a transcript made at that onset may lack
+    it."""
 
 
 VadEvent = SpeechStarted | SilenceOnset | SpeechResumed | Endpoint

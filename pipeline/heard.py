@@ -4,10 +4,13 @@ in the history)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline.conversation_events import Turn
 from pipeline.events import SAMPLE_RATE, Clause
+from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER, Timeline
 
 
 @dataclass
@@ -46,3 +49,25 @@ def heard_words(spoken: Sequence[Spoken]) -> list[str]:
             words += clause_words[: int(share)]
         break
     return words
+
+
+def stamp_heard(current: Timeline | None, turns: list[Turn], t: float) -> Turn | None:
+    """The page heard reply audio start at `t` (server clock): TTFA (browser).
+
+    It belongs to the latest reply that started sending before `t`, within 2 s. A reply
+    still being made (`current`) takes the stamp; a turn already recorded is replaced in
+    `turns` by a copy with it, which is returned (its records must learn of it); else None.
+    """
+    def heard(timeline: Timeline) -> bool:
+        sent = timeline.stamps.get(TTFA_SERVER)
+        return sent is not None and sent <= t < sent + 2.0 and not timeline.has(TTFA_BROWSER)
+
+    if current is not None and heard(current):
+        current.stamp(TTFA_BROWSER, t)
+        return None
+    for i in range(len(turns) - 1, max(-1, len(turns) - 3), -1):
+        turn = turns[i]
+        if heard(turn.timeline):
+            turns[i] = dataclasses.replace(turn, timeline=turn.timeline.with_stamp(TTFA_BROWSER, t))
+            return turns[i]
+    return None

@@ -29,6 +29,10 @@ class SpeculationStats:
     cancelled: int = 0
     wasted_tokens: int = 0
     wasted_ms: float = 0.0
+    reheard: int = 0
+    """Speculations whose turn was transcribed again after late voice in the pause."""
+    kept: int = 0
+    """Of those, kept: the same words (the late voice was the room's)."""
 
 
 @dataclass

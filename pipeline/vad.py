@@ -42,6 +42,11 @@ transcript made at the onset stale (Endpoint.voice_after_onset; the Wyoming tran
 checks the same on webrtcvad alone). Found over Wyoming: 3 of 87 questions lost their soft
 last words ("How many centimeters are in" for "... in a meter?") — the room gate had taken
 them for the room, so the turn never resumed."""
+MAX_LATE_ONSETS = 3
+"""Onsets raised again in one pause when late voice stops (SilenceOnset.again), so that
+the turn is heard again while the pause goes on, not at the endpoint; after these the
+endpoint says `voice_after_onset` instead. Background talk can start and stop many times
+a second: each onset costs a transcription."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +212,7 @@ class Endpointer:
                 self._silent_ms += FRAME_MS
                 if self._silent_ms >= self.options.onset_ms:
                     self._state = _State.PAUSING
-                    self._resume_frames = self._late_run = 0
+                    self._resume_frames = self._late_run = self._late_onsets = 0
                     self._voice_after_onset = False
                     # Too little confirmed speech yet to be a turn: pause without telling.
                     self._held = self.confirmed_ms < self._min_turn_ms
@@ -215,9 +220,7 @@ class Endpointer:
                         events.append(SilenceOnset(frame.t, self._last_voiced, self._audio()))
         else:  # PAUSING: a blip of voice does not end the pause; sustained voice does.
             self._silent_ms += FRAME_MS
-            self._late_run = self._late_run + 1 if voiced else 0
-            if self._late_run * FRAME_MS >= LATE_VOICE_MS:
-                self._voice_after_onset = True
+            events += self._late_voice(frame, voiced)
             # Consecutive voiced frames only: scattered clicks must not add up to a resume.
             self._resume_frames = self._resume_frames + 1 if resumes else 0
             if resumes:
@@ -237,6 +240,21 @@ class Endpointer:
             events.append(Endpoint(frame.t, self._last_voiced, self._audio()))
             self._reset()
         return events
+
+    def _late_voice(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
+        """Voice in a pause that has not (yet) resumed the turn: LATE_VOICE_MS of it makes
+        the last onset's audio stale; when it stops, the onset is raised again with it."""
+        if voiced:
+            self._late_run += 1
+            if self._late_run * FRAME_MS >= LATE_VOICE_MS:
+                self._voice_after_onset = True
+            return []
+        self._late_run = 0
+        if not self._voice_after_onset or self._held or self._late_onsets >= MAX_LATE_ONSETS:
+            return []
+        self._voice_after_onset = False
+        self._late_onsets += 1
+        return [SilenceOnset(frame.t, self._last_voiced, self._audio(), again=True)]
 
     def _idle(self, frame: AudioFrame, voiced: bool) -> list[VadEvent]:
         self._window.append((frame, voiced))
@@ -270,7 +288,7 @@ class Endpointer:
         self._silent_ms = 0
         self._started = 0.0
         self._last_voiced = 0.0
-        self._late_run = 0
+        self._late_run = self._late_onsets = 0
         self._voice_after_onset = False
         self.endpoint_ms = self.options.endpoint_ms
         self._level = -120.0

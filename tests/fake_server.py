@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from app.process import REPO, ServerProcess, free_port
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.events import SAMPLE_RATE, Pcm
 from pipeline.vad import VadOptions

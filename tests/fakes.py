@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import numpy as np
 
-from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent
+from pipeline.conversation_options import ConversationOptions
 from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm
 from pipeline.llm import Message

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from tests.fakes import TEST_VAD, FakeResponder, FakeSynthesizer, FakeTranscriber
 

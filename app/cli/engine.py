@@ -15,7 +15,7 @@ from app.cli.errors import UsageError
 from models.catalog import TIERS
 from models.load import ModelChoice
 from pipeline.asr import AsrOptions
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.integrity import IntegrityOptions
 from pipeline.llm import LlmOptions
 from pipeline.room import RoomOptions

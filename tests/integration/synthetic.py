@@ -11,7 +11,7 @@ from aiohttp import web
 
 from app.serve import use_loopback_candidates
 from app.server import make_app
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.events import Pcm
 from pipeline.vad import VadOptions

@@ -13,7 +13,7 @@ from app.bench.utterances import speak
 from models.piper import PiperSynthesizer
 from models.room import room_factory
 from pipeline.audio import frames
-from pipeline.conversation import ConversationOptions
+from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, SilenceOnset, SpeechStarted
 from pipeline.room import RoomOptions, Stream
 from pipeline.tts import first_sound

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
-from pipeline.events import FRAME_SAMPLES, AudioFrame, VadEvent
+from pipeline.endpointing import EndpointOptions
+from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
@@ -352,15 +353,17 @@ class DoubtfulGate(Endpointer):
         return self.advance(frame, voiced, confirmed=sure, resumes=sure)
 
 
-@pytest.mark.parametrize("soft_frames", [0, 4])
+@pytest.mark.parametrize(("soft_frames", "heard_again"), [
+    (0, None), (4, "how many items are on my list now"), (4, "How many items are on my list?"),
+])
 async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
-    workers: Workers, soft_frames: int,
+    workers: Workers, soft_frames: int, heard_again: str | None,
 ) -> None:
     """A word the gate doubts after the silence onset does not resume the turn, but the
-    transcript made at the onset lacks it: at the endpoint the whole turn is transcribed
-    again. Without such a word the speculation is committed as it is."""
-    transcriber = FakeTranscriber("how many items are on my list",
-                                  "how many items are on my list now")
+    transcript made at the onset lacks it: when it stops, the turn is transcribed again
+    while the pause goes on, and the speculation replaced if the words changed (kept if
+    only the room spoke). Without such a word the speculation is committed as it is."""
+    transcriber = FakeTranscriber("how many items are on my list", heard_again or "unused")
     responder = FakeResponder(["Two."], delay_s=0.05)
     conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
     gate = DoubtfulGate(TEST_VAD, classify=any_sound)
@@ -375,13 +378,51 @@ async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
         assert conv.speculation.cancelled == 0  # the gate did not hear the turn resume
         await mic.send(False, ENDPOINT_FRAMES)
         await mic.play_until(lambda: len(conv.turns) == 1)
-    if soft_frames:
-        assert conv.speculation.cancelled == 1 and len(transcriber.calls) == 2
+    if heard_again is not None:
+        assert len(transcriber.calls) == 2 and conv.speculation.reheard == 1
         assert transcriber.calls[1] > transcriber.calls[0]  # the whole turn, soft word too
+        assert conv.speculation.committed == 1
+    if heard_again == "how many items are on my list now":
+        assert conv.speculation.cancelled == 1 and len(responder.users) == 2
         assert conv.history[0] == Message("user", "how many items are on my list now")
+    elif heard_again is not None:  # the same words: the room's voice; the reply stands
+        assert conv.speculation.kept == 1 and conv.speculation.cancelled == 0
+        assert responder.users == ["how many items are on my list"]
     else:
         assert conv.speculation.committed == 1 and len(transcriber.calls) == 1
         assert conv.history[0] == Message("user", "how many items are on my list")
+
+
+async def test_an_endpoint_that_cannot_wait_for_hearing_again_hears_the_whole_turn(
+    workers: Workers,
+) -> None:
+    """Hearing the turn again holds the endpoint (up to trailing_ms); if the silence
+    outlasts that, the speculation is dropped and the whole turn transcribed as a
+    committed reply: the turn is answered once, with the late word."""
+    class SlowSecond(FakeTranscriber):
+        def transcribe(self, pcm: Pcm, context: str = "") -> str:
+            self.delay_s = 0.3 if len(self.calls) == 1 else 0.0
+            return super().transcribe(pcm, context)
+
+    transcriber = SlowSecond("set a timer", "set a timer for ten", "set a timer for ten minutes")
+    responder = FakeResponder(["Done."])
+    conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
+    gate = DoubtfulGate(TEST_VAD, classify=any_sound)
+    conv.endpointer = gate
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(lambda: responder.started.is_set())
+        gate.doubt = True
+        await mic.send(True, 4)
+        gate.doubt = False
+        await mic.send(False, 1)
+        assert conv.endpoint_ms == EndpointOptions().trailing_ms  # held while hearing again
+        await mic.send(False, EndpointOptions().trailing_ms // 20)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert len(transcriber.calls) == 3 and conv.speculation.cancelled == 1
+    assert conv.history[0] == Message("user", "set a timer for ten minutes")
+    assert len(conv.turns) == 1
 
 
 async def test_the_prefill_between_turns_reads_what_the_next_reply_reads(

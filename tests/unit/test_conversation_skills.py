@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from pipeline.chime import chime
-from pipeline.conversation import Conversation, ConversationOptions
+from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent, TimerFired, TimerList
+from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
 from pipeline.skills import Timers, default_skills

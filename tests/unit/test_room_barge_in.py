@@ -70,7 +70,8 @@ async def test_voice_the_gate_does_not_confirm_never_barges_in_and_the_user_does
 
 def test_the_conversation_tells_its_room_what_the_speaker_plays(workers: Workers) -> None:
     """The echo reference is every frame the transport takes from the speaker."""
-    from pipeline.conversation import Conversation, ConversationOptions
+    from pipeline.conversation import Conversation
+    from pipeline.conversation_options import ConversationOptions
 
     models = workers.models(FakeTranscriber("x"), FakeResponder(["y"]), FakeSynthesizer())
     speaker, room = Speaker(), ScriptedRoom()

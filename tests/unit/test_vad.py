@@ -15,7 +15,7 @@ from pipeline.events import (
     SilenceOnset,
     SpeechStarted,
 )
-from pipeline.vad import Endpointer, VadOptions, webrtc_classifier
+from pipeline.vad import MAX_LATE_ONSETS, Endpointer, VadOptions, webrtc_classifier
 
 OPTIONS = VadOptions(
     start_ms=60, start_window_ms=100, pre_roll_ms=100, onset_ms=60, endpoint_ms=200,
@@ -143,7 +143,8 @@ def test_scattered_voiced_frames_in_a_pause_do_not_add_up_to_a_resume() -> None:
 
 
 @pytest.mark.parametrize(("pause", "stale"), [
-    ("...sss.......", True),  # 60 ms of soft voice after the onset: a word the onset lacks
+    (".......sss", True),  # 60 ms of soft voice still going at the endpoint
+    ("...sss.......", False),  # stopped before it: the onset was raised again with it
     ("...ss........", False),  # 40 ms: a blip
     ("...s.s.s.....", False),  # scattered
     ("...xxx" + "." * 10, False),  # resumed: the next onset's transcript has it
@@ -154,6 +155,23 @@ def test_the_endpoint_says_whether_voice_came_after_the_onset(pause: str, stale:
     feeder.feed("xxxxx" + pause)
     end = feeder.events[-1][1]
     assert isinstance(end, Endpoint) and end.voice_after_onset is stale
+
+
+def test_late_voice_that_stops_raises_the_onset_again_with_it_a_few_times_a_pause() -> None:
+    """60 ms of voice that does not resume the turn makes the onset's audio stale; when it
+    stops, the onset is raised again (`again`) with the audio so far, speech end unchanged.
+    Up to MAX_LATE_ONSETS a pause: after that the endpoint says so instead."""
+    feeder = Feeder(dataclasses.replace(OPTIONS, endpoint_ms=800))
+    feeder.feed("xxxxx" + "..." + "sss." * (MAX_LATE_ONSETS + 1) + "." * 40)
+    onsets = [(n, e) for n, e in feeder.events if isinstance(e, SilenceOnset)]
+    assert [n for n, _ in onsets] == [8, 12, 16, 20][: MAX_LATE_ONSETS + 1]
+    assert [e.again for _, e in onsets] == [False] + [True] * MAX_LATE_ONSETS
+    for n, onset in onsets:
+        assert onset.speech_end == pytest.approx(0.1)  # the last sure voice: frame 5
+        assert len(onset.audio) == n * FRAME_SAMPLES  # frames 1 … n
+        assert onset.audio[-2 * FRAME_SAMPLES] == n - 1  # the late voice's last frame
+    end = feeder.events[-1][1]
+    assert isinstance(end, Endpoint) and end.voice_after_onset  # the 4th burst
 
 
 def test_an_utterance_longer_than_max_utterance_s_is_ended_without_a_pause() -> None:

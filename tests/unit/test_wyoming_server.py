@@ -319,12 +319,20 @@ async def test_voice_after_the_onset_that_never_resumed_the_turn_still_counts() 
         # A gate that doubts the last word: resuming would take 400 ms of voice.
         listening.endpointer = Endpointer(dataclasses.replace(TEST_VAD, resume_ms=400),
                                           any_sound)
-        frames = [VOICE] * 10 + [SILENCE] * 4 + [VOICE] * 4 + [SILENCE] * 2
+        frames = [VOICE] * 10 + [SILENCE] * 4 + [VOICE] * 4  # the stop came mid-word
         for frame in frames:
             listening.push(frame.tobytes())
         assert listening.speculated == 1 and listening.stale
         await listening.finish()
         assert fake.transcriber.calls[-1] == len(frames) * 320  # the whole audio
+        # Once the late word has stopped, the onset is raised again: speculated with it.
+        again = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(), classify=any_sound)
+        again.endpointer = Endpointer(dataclasses.replace(TEST_VAD, resume_ms=400), any_sound)
+        for frame in frames + [SILENCE] * 2:
+            again.push(frame.tobytes())
+        assert again.speculated == 2 and not again.stale
+        await again.finish()
+        assert fake.transcriber.calls[-1] == (len(frames) + 1) * 320  # up to the new onset
         short = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(), classify=any_sound)
         short.endpointer = Endpointer(dataclasses.replace(TEST_VAD, resume_ms=400), any_sound)
         for frame in [VOICE] * 10 + [SILENCE] * 4 + [VOICE] * 2 + [SILENCE] * 2:  # a click

@@ -1,0 +1,39 @@
+"""How a conversation behaves: its options (pipeline.conversation runs them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.clauses import ClauseOptions
+from pipeline.endpointing import EndpointOptions
+from pipeline.integrity import IntegrityOptions
+from pipeline.room import RoomOptions
+from pipeline.vad import VadOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationOptions:
+    vad: VadOptions = field(default_factory=VadOptions)
+    speculate: bool = True
+    """Start the reply at silence onset and play it at the endpoint (README, speculation)."""
+    barge_in_ms: int = 200
+    """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
+    gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
+    bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
+    200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
+    room: RoomOptions = field(default_factory=RoomOptions)
+    """Telling the user from the room: its noise, background talk, our own echo."""
+    endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
+    """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
+    clauses: ClauseOptions = field(default_factory=ClauseOptions)
+    """How reply text is cut for TTS (first clause early: README, latency levers)."""
+    partial_interval_s: float | None = 1.0
+    """Live captions: transcribe the utterance so far this often (None: off). They run at
+    background priority, behind every confirmed or speculative job."""
+    prefill_captions: bool = True
+    """While the user speaks, the LLM and the turn detector read the words a caption has
+    settled on (all but its last word), so that at silence onset only the rest is left."""
+    integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
+    """What the LLM reads of the history, the copy guard, the spoken-length budget."""
+    owner: str = "default"
+    """Whose shopping list and notes the skills read and change."""
