@@ -17,16 +17,19 @@ APACE_ARGS ?=
 
 .PHONY: run serve test test-fast lint venv models bench bench-batching bench-cluster soak clean-venv
 
-## make run — set up (first time: ~6 min, plus pulling the default LLM tier once: 491 MB) and
-## start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
+## make run — set up (first time: ~6 min, plus pulling the default LLM tier and the
+## noisy-room ear once: 491 + 148 MB) and start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
 ## p50 <= 800 ms on a 2-core box (README, "What it says"); APACE_LLM=smollm2-135m serves the
 ## embedded model with nothing to download, APACE_LLM=qwen2.5-coder-1.5b answers best.
+## APACE_NOISY_ASR is the noisy-room ear (README, "In a real room"; off: one ear).
 APACE_LLM ?= qwen2.5-coder-0.5b
 APACE_ASR ?= whisper-tiny.en
+APACE_NOISY_ASR ?= whisper-base
 run: venv
 	$(BIN)/apace models pull $(APACE_LLM)
 	$(BIN)/apace models pull $(APACE_ASR)
-	$(BIN)/apace serve --llm $(APACE_LLM) --asr $(APACE_ASR) $(APACE_ARGS)
+	$(if $(filter-out off,$(APACE_NOISY_ASR)),$(BIN)/apace models pull $(APACE_NOISY_ASR))
+	$(BIN)/apace serve --llm $(APACE_LLM) --asr $(APACE_ASR) --noisy-asr $(APACE_NOISY_ASR) $(APACE_ARGS)
 
 serve: run
 

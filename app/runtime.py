@@ -91,6 +91,10 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
         located["asr"].path, settings.models.asr_device, settings.models.asr_compute_type,
         threads, settings.asr,
     )
+    noisy = located.get("noisy_asr")
+    noisy_transcriber = load_transcriber(
+        noisy.path, settings.models.asr_device, settings.models.asr_compute_type, threads,
+        settings.asr) if noisy is not None else None
     synthesizer = load_synthesizer(located["tts"].path, settings.tts)
     llm_path = located["llm"].path
     llm_options = settings.llm
@@ -131,7 +135,8 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
                     share_cpu=options.share_cpu, skills=skills, store=store,
                     make_room=make_room, cpu=cpu,
                     shared_llm=shared.close if shared is not None else None,
-                    llm_memory=shared.memory if shared is not None else None)
+                    llm_memory=shared.memory if shared is not None else None,
+                    noisy_transcriber=noisy_transcriber)
     if shared is not None:
         shared.draft_stats = engine.stats.draft
     return engine, located

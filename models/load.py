@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+AUTO = "auto"
+NOISY_ASR_ENV = "APACE_NOISY_ASR"
+NOISY_ASR_TIER = "whisper-base"
+"""The noisy-room ear by default, where it is pulled: in background talk and pink noise
+the room bench heard 18 and 10 % WER with it, 27 and 16 % with tiny.en (README, "Real
+rooms")."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelChoice:
     """Which models to use: None means env var → config → embedded default."""
@@ -46,10 +54,37 @@ class ModelChoice:
     asr_compute_type: str = "int8"
     threads: int = 0
     """CPU threads per model; 0 = all cores."""
+    noisy_asr: str | None = AUTO
+    """The noisy-room ear: a Whisper tier name or folder, AUTO (APACE_NOISY_ASR if set,
+    else NOISY_ASR_TIER where it is pulled), "off" or None (none: every room is heard by
+    the `asr` model)."""
 
     def resolve(self) -> dict[str, Located]:
-        return {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
-                "tts": locate("tts", self.tts), "turn": locate("turn", self.turn)}
+        located = {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
+                   "tts": locate("tts", self.tts), "turn": locate("turn", self.turn)}
+        noisy = locate_noisy_asr(self.noisy_asr, located["asr"])
+        if noisy is not None:
+            located["noisy_asr"] = noisy
+        return located
+
+
+def locate_noisy_asr(value: str | None, ear: Located) -> Located | None:
+    """The noisy-room ear's model (ModelChoice.noisy_asr), or None for one ear: "off",
+    None, AUTO with nothing in APACE_NOISY_ASR and NOISY_ASR_TIER not pulled (logged), or
+    the same model as `ear`. A name or folder that cannot be used is a ModelError."""
+    if value == AUTO:  # the environment may choose (tests turn it off: same on any box)
+        value = os.environ.get(NOISY_ASR_ENV, AUTO)
+    if value is None or value == "off":
+        return None
+    if value != AUTO:
+        found = locate("asr", value)
+    else:
+        try:
+            found = locate("asr", NOISY_ASR_TIER)
+        except ModelError as error:
+            log.info("no noisy-room ear (%s): every room is heard by the one ear", error)
+            return None
+    return None if found.path.resolve() == ear.path.resolve() else found
 
 
 def cpu_threads(requested: int) -> int:

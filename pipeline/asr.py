@@ -82,11 +82,29 @@ class AsrTiming:
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 
 
+_GROUP_LOOP = re.compile(r"(,\d{3})\1{3,},?")
+"""A number's 3-digit group four or more times over: "250,000,000,000,000,…"."""
+_WORD_LOOP = re.compile(r"\b(\w+)(?:[\s,]+\1\b){3,}", re.IGNORECASE)
+"""A word four or more times in a row: "the the the the"."""
+
+
+def drop_loops(text: str) -> str:
+    """`text` without the decoder's loops: in background talk tiny.en wrote "calculate 8%
+    of 250,000,000,000,…" (the group 40 times, to the token cap) for "… of two hundred
+    fifty" — read as unfinished, the turn waited the longest endpoint and was answered
+    wrong. A group run loses the whole run (where the loop began is unknowable; the number
+    before it was heard); a word run keeps one."""
+    looped = _WORD_LOOP.sub(r"\1", _GROUP_LOOP.sub("", text))
+    return looped.rstrip(" ,") if looped != text else text
+
+
 def drop_repeats(text: str) -> str:
     """`text` without a sentence said again right after itself, and without a trailing
     fragment that restarts the first sentence: under a prompt, tiny.en sometimes writes
     "What about Italy? What about Italy?" or "How do you spell necessary? How do you spell
-    necessary? How do" for one question (17 of 87 live turns, measured)."""
+    necessary? How do" for one question (17 of 87 live turns, measured). Loops go too
+    (`drop_loops`)."""
+    text = drop_loops(text)
     pieces = [p for p in _SENTENCE_END.split(text.strip()) if p]
     kept: list[str] = []
     for piece in pieces:

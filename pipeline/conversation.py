@@ -194,7 +194,7 @@ class Conversation:
 
     async def _compare(self, reply: Reply, onset: SilenceOnset) -> None:
         try:
-            text: str | None = await self.models.hear(onset.audio, Priority.SPECULATIVE)
+            text: str | None = await reply.models.hear(onset.audio, Priority.SPECULATIVE)
         except asyncio.CancelledError:
             raise
         except Exception:  # hear it again in the reply itself
@@ -243,9 +243,9 @@ class Conversation:
             return
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
-        models = (self.models if text is None
-                  else dataclasses.replace(self.models, transcriber=FixedTranscript(text),
-                                      ear=None))
+        models = (self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
+                  if text is None else
+                  dataclasses.replace(self.models, transcriber=FixedTranscript(text), ear=None))
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative,
                       find_draft=self._draft, clause_options=self.options.clauses,

@@ -63,6 +63,7 @@ class Engine:
         cpu: CpuLock | None = None,
         shared_llm: Callable[[], None] | None = None,
         llm_memory: Callable[[], dict[str, object]] | None = None,
+        noisy_transcriber: Transcriber | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -82,6 +83,9 @@ class Engine:
         self.asr_worker = ModelWorker("asr", self.cpu)
         self.ear = Ear(transcriber, self.asr_worker, stats=self.stats)
         """Every conversation's transcription: jobs due together go as one batch."""
+        self.noisy_ear = (Ear(noisy_transcriber, self.asr_worker, stats=self.stats)
+                          if noisy_transcriber is not None else None)
+        """The noisy-room ear (a sturdier Whisper) for streams whose room is noisy."""
         self.tts_worker = ModelWorker("tts", self.cpu)
         self.detector = detector
         self.detector_worker = ModelWorker("turn", self.cpu) if detector is not None else None
@@ -97,6 +101,8 @@ class Engine:
         """Exercise ASR and TTS once so that no user pays for first-call set-up."""
         noise = (np.random.default_rng(0).standard_normal(SAMPLE_RATE) * 300).astype(np.int16)
         await self.ear.transcribe(noise, priority=Priority.BACKGROUND)
+        if self.noisy_ear is not None:
+            await self.noisy_ear.transcribe(noise, priority=Priority.BACKGROUND)
         await self.tts_worker.run(
             lambda: list(self.synthesizer.synthesize("Hello there.")), priority=Priority.BACKGROUND
         )
@@ -120,7 +126,7 @@ class Engine:
             await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector,
-                            self.detector_worker, ear=self.ear)
+                            self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear)
             timers = Timers() if self.skills is not None else None
             skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
                       if timers is not None and self.skills is not None else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -56,10 +57,18 @@ class Models:
     ear: Ear | None = None
     """Transcription on `asr_worker`, shared by every conversation of an engine so that
     jobs due together go as one batch (pipeline/ear.py); None: one of these models' own."""
+    noisy_ear: Ear | None = None
+    """A sturdier (slower) transcription for noisy rooms, on the same worker (None: none)."""
 
     def __post_init__(self) -> None:
         if self.ear is None:
             object.__setattr__(self, "ear", Ear(self.transcriber, self.asr_worker))
+
+    def for_room(self, noisy: bool) -> Models:
+        """These models, hearing with the noisy-room ear when `noisy` and there is one."""
+        if not noisy or self.noisy_ear is None or self.noisy_ear is self.ear:
+            return self
+        return dataclasses.replace(self, ear=self.noisy_ear)
 
     async def hear(self, pcm: Pcm, priority: Priority) -> str:
         """`pcm`'s transcript, from the ASR worker."""

@@ -18,7 +18,7 @@ from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent
 from pipeline.conversation_options import ConversationOptions
 from pipeline.endpointing import EndpointOptions
-from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm
+from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
 from pipeline.llm import Message
 from pipeline.reply import Models
 from pipeline.speaker import Speaker
@@ -303,3 +303,15 @@ class Mic:
                 raise AssertionError(f"timed out playing until {condition}")
             self.play(1)
             await asyncio.sleep(0.001)
+
+
+class DoubtfulGate(Endpointer):
+    """An endpointer whose room gate doubts the voice while `doubt` is set: it keeps a
+    turn going but neither starts nor resumes one (a soft last word under the room)."""
+
+    doubt = False
+
+    def push(self, frame: AudioFrame) -> list[VadEvent]:
+        voiced = bool(frame.pcm.any())
+        sure = voiced and not self.doubt
+        return self.advance(frame, voiced, confirmed=sure, resumes=sure)

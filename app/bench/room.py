@@ -308,8 +308,13 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
         for condition in conditions:
             print(f"bench --room: {condition.name}", flush=True)
             target = server.url if server is not None else str(url)
+            before = _speculation(server)
             results.append(asyncio.run(run_condition(target, condition, questions, long_ask,
                                                      rooms[condition.name])))
+            if server is not None:  # what the server's speculation did in this condition
+                after = _speculation(server)
+                results[-1].summary["speculation"] = {
+                    key: round(value - before.get(key, 0), 1) for key, value in after.items()}
             _save(results, out)
     finally:
         if server is not None:
@@ -317,6 +322,14 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     report(results)
     print(f"\nwrote {out / 'bench_room.json'}")
     return results
+
+
+def _speculation(server: ServerProcess | None) -> dict[str, float]:
+    """The server's speculation counters (started, committed, cancelled, reheard, kept…)."""
+    if server is None:
+        return {}
+    counters = server.get("/api/stats").get("engine", {}).get("speculation", {})
+    return {key: value for key, value in counters.items() if isinstance(value, int | float)}
 
 
 def _save(results: Sequence[ConditionResult], out: Path) -> None:
@@ -340,6 +353,11 @@ def report(results: Sequence[ConditionResult]) -> None:
               f"{s['talk_overs_honoured']:>6}/{s['talk_overs']:<3}  {stops:<18}{cell:>14}"
               f"{s['talk_overs_answered']:>9}{_skill_cell(s):>20}"
               f"{s.get('endpoint_ms_p50', float('nan')):>13.0f}")
+    for r in results:
+        if spec := r.summary.get("speculation"):
+            print(f"{r.condition.name}: speculation {spec.get('started', 0):.0f} started, "
+                  f"{spec.get('cancelled', 0):.0f} cancelled; heard again after late voice "
+                  f"{spec.get('reheard', 0):.0f} ({spec.get('kept', 0):.0f} the same words)")
 
 
 def _skill_cell(summary: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from app import levers
 from app.cli.errors import UsageError
 from models.catalog import TIERS
-from models.load import ModelChoice
+from models.load import AUTO, NOISY_ASR_ENV, NOISY_ASR_TIER, ModelChoice
 from pipeline.asr import AsrOptions
 from pipeline.conversation_options import ConversationOptions
 from pipeline.integrity import IntegrityOptions
@@ -48,6 +48,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
                            tts=args.tts_voice, turn=args.turn_model,
                            asr_device=args.asr_device, threads=args.threads,
+                           noisy_asr=args.noisy_asr,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
         asr=_checked(AsrOptions, "--asr-beam", beam_size=args.asr_beam),
         # 0: every core, as for the other models (the models take turns on the CPU).
@@ -84,6 +85,11 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--llm-model", metavar="GGUF", help="llama.cpp GGUF file")
     llm.add_argument("--llm", metavar="TIER", choices=_tier_names("llm"),
                      help="an LLM tier by name: " + ", ".join(_tier_names("llm")))
+    group.add_argument("--noisy-asr", metavar="TIER|DIR|off", default=AUTO,
+                       help="a sturdier Whisper for streams whose room is noisy (background"
+                       f" talk, noise); {AUTO}: ${NOISY_ASR_ENV} if set, else the {NOISY_ASR_TIER}"
+                       " tier where it is pulled (`apace models pull whisper-base`); off: one"
+                       " ear (default %(default)s)")
     group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
     group.add_argument("--turn-model", metavar="GGUF",
                        help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")

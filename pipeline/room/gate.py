@@ -30,7 +30,7 @@ from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
 from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard, band_energies
-from pipeline.room.levels import UNKNOWN_DB, RoomLevel, TalkerLevel
+from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel
 from pipeline.timeline import now
 
 IDLE_WAIT_FRAMES = 15
@@ -168,6 +168,8 @@ class Room:
                               margin_db=self.options.echo_margin_db)
         self.room = RoomLevel(min_frames=25)
         self.talker = TalkerLevel()
+        self.noisy = NoisyRoom()
+        """Whether to hear this stream with the noisy-room ear (where there is one)."""
         self._idle: deque[tuple[float, float] | None] = deque(maxlen=IDLE_WAIT_FRAMES)
         self._early: deque[float] = deque(maxlen=50)
         self._early_idle: deque[float] = deque(maxlen=50)
@@ -240,6 +242,17 @@ class Room:
             if oldest is not None:
                 self.room.hear(oldest[0])
                 self.suppression.room.hear(oldest[1])
+
+    def snr_db(self, t: float) -> float | None:
+        """The user's level over the room's median (None until both are known)."""
+        user = self.talker.level_db(t)
+        if not self.room.known or user <= UNKNOWN_DB:
+            return None
+        return user - self.room.median_db
+
+    def noisy_ear(self, t: float) -> bool:
+        """Hear what is said now with the noisy-room ear (levels.NoisyRoom)."""
+        return self.options.enabled and self.noisy.decide(self.snr_db(t))
 
     def utterance_ended(self, t: float) -> None:
         """The endpointer ended an utterance: learn the user's level from it."""

@@ -97,3 +97,32 @@ class TalkerLevel:
         current = self.level_db(t)
         self._level = heard if current <= UNKNOWN_DB else current + self._rate * (heard - current)
         self._at = t
+
+
+NOISY_EAR_SNR_DB = 30.0
+"""The user's level over the room's median (the gate's levels, after noise suppression)
+under which a room is noisy enough for the noisy-room ear. Measured on the room bench's
+mixes (scratch probe, 6 held-out questions each): clean ~99, pink 25 dB SNR 41-42,
+white 25 dB 36-37, babble 15 dB 23-27, pink 10 dB 26-27, babble 10 dB 19-22."""
+
+
+class NoisyRoom:
+    """Whether a stream's room is noisy enough to hear it with the noisy-room ear
+    (Whisper base in noise: WER about 8 points lower than tiny.en, ~0.1-0.2 s slower).
+
+    Decided from the user's level over the room's (`snr_db`), with `hysteresis_db` so a
+    room near the line does not switch ears every turn; unknown levels keep the choice."""
+
+    def __init__(self, below_db: float = NOISY_EAR_SNR_DB, hysteresis_db: float = 3.0) -> None:
+        self.below_db = below_db
+        self.hysteresis_db = hysteresis_db
+        self.noisy = False
+
+    def decide(self, snr_db: float | None) -> bool:
+        if snr_db is None:
+            return self.noisy
+        if self.noisy and snr_db >= self.below_db + self.hysteresis_db:
+            self.noisy = False
+        elif not self.noisy and snr_db < self.below_db:
+            self.noisy = True
+        return self.noisy

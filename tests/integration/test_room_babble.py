@@ -53,6 +53,13 @@ def endpoints(pcm: Pcm, endpointer: Endpointer) -> list[Endpoint]:
 
 
 
+def with_talk(voice: PiperSynthesizer, clean: Pcm, snr_db: float = 15.0) -> Pcm:
+    """`clean` with four other voices talking throughout, `snr_db` below it."""
+    talk = babble(voice, len(clean) / 16000, np.random.default_rng(3))
+    mixed = clean.astype(np.float32) / 32768 + scaled(talk, active_rms(clean), snr_db)
+    return np.asarray(np.clip(mixed, -1, 1) * 32767, dtype=np.int16)
+
+
 @pytest.fixture(scope="module")
 def transcriber() -> Transcriber:
     return load_transcriber(locate("asr").path, "cpu", "int8", cpu_threads(0), AsrOptions())
@@ -61,9 +68,7 @@ def transcriber() -> Transcriber:
 def test_background_talk_15_db_down_makes_no_phantom_turn(
         voice: PiperSynthesizer, transcriber: Transcriber) -> None:
     clean, spans = session(voice)
-    talk = babble(voice, len(clean) / 16000, np.random.default_rng(3))
-    mixed = clean.astype(np.float32) / 32768 + scaled(talk, active_rms(clean), 15.0)
-    room = np.asarray(np.clip(mixed, -1, 1) * 32767, dtype=np.int16)
+    room = with_talk(voice, clean)
 
     turns = endpoints(room, Endpointer(VadOptions(), room=room_factory(RoomOptions())(Stream())))
 
@@ -80,7 +85,14 @@ def test_without_the_room_gate_the_same_background_talk_swallows_the_questions(
         voice: PiperSynthesizer) -> None:
     """What the test above guards against (webrtcvad alone hears the babble as speech)."""
     clean, _ = session(voice)
-    talk = babble(voice, len(clean) / 16000, np.random.default_rng(3))
-    mixed = clean.astype(np.float32) / 32768 + scaled(talk, active_rms(clean), 15.0)
-    room = np.asarray(np.clip(mixed, -1, 1) * 32767, dtype=np.int16)
-    assert len(endpoints(room, Endpointer(VadOptions()))) != len(QUESTIONS)
+    assert len(endpoints(with_talk(voice, clean), Endpointer(VadOptions()))) != len(QUESTIONS)
+
+
+def test_background_talk_15_db_down_calls_for_the_noisy_room_ear(voice: PiperSynthesizer) -> None:
+    """The room's levels (after the real gate and suppressor) put the user ~25 dB over
+    this talk, under the noisy-room line; the same questions in a quiet room, far over."""
+    clean, _ = session(voice)
+    for pcm, noisy in ((clean, False), (with_talk(voice, clean), True)):
+        room = room_factory(RoomOptions())(Stream())
+        assert len(endpoints(pcm, Endpointer(VadOptions(), room=room))) == len(QUESTIONS)
+        assert room.noisy_ear(len(pcm) / 16000) is noisy, room.snr_db(len(pcm) / 16000)

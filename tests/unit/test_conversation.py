@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.endpointing import EndpointOptions
-from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
+from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
@@ -26,13 +26,13 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
-from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,
     SAMPLES_PER_WORD,
     TEST_VAD,
+    DoubtfulGate,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
@@ -339,18 +339,6 @@ async def test_a_failed_prefill_does_not_end_the_conversation(workers: Workers) 
             turns = len(conv.turns)
             await mic.play_until(lambda turns=turns: len(conv.turns) == turns + 1)
     assert len(conv.turns) == 2
-
-
-class DoubtfulGate(Endpointer):
-    """An endpointer whose room gate doubts the voice while `doubt` is set: it keeps a
-    turn going but neither starts nor resumes one (a soft last word under the room)."""
-
-    doubt = False
-
-    def push(self, frame: AudioFrame) -> list[VadEvent]:
-        voiced = bool(frame.pcm.any())
-        sure = voiced and not self.doubt
-        return self.advance(frame, voiced, confirmed=sure, resumes=sure)
 
 
 @pytest.mark.parametrize(("soft_frames", "heard_again"), [

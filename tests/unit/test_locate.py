@@ -343,3 +343,39 @@ def test_model_errors_are_raised_without_a_chained_library_error(tmp_path: Path)
     assert raised.value.__cause__ is None
     assert raised.value.__suppress_context__
 
+
+
+# --- the noisy-room ear ---------------------------------------------------------------------
+
+
+def test_the_noisy_room_ear_is_off_a_folder_a_pulled_tier_or_none(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from models.catalog import TIERS
+    from models.load import AUTO, NOISY_ASR_TIER, locate_noisy_asr
+    from models.locate import tier_path
+
+    monkeypatch.setenv("APACE_MODELS_DIR", str(tmp_path / "store"))
+    monkeypatch.delenv("APACE_NOISY_ASR")
+    ear = locate("asr", asr_model(tmp_path / "tiny"))
+    base = asr_model(tmp_path / "base")
+    assert locate_noisy_asr("off", ear) is None and locate_noisy_asr(None, ear) is None
+    assert locate_noisy_asr(AUTO, ear) is None  # the tier is not pulled: one ear
+    found = locate_noisy_asr(str(base), ear)
+    assert found is not None and found.path == base
+    assert locate_noisy_asr(str(ear.path), ear) is None  # the same model: one ear
+    with pytest.raises(ModelError, match=rf"{NOISY_ASR_TIER} is not pulled.*models pull"):
+        locate_noisy_asr(NOISY_ASR_TIER, ear)  # asked for by name: say how to get it
+    monkeypatch.setenv("APACE_NOISY_ASR", str(base))
+    assert locate_noisy_asr(AUTO, ear) == found
+    monkeypatch.setenv("APACE_NOISY_ASR", "off")
+    assert locate_noisy_asr(AUTO, ear) is None
+    monkeypatch.delenv("APACE_NOISY_ASR")
+    tier = TIERS[NOISY_ASR_TIER]  # pulled: its files at their sizes (sparse stand-ins)
+    for file in tier.files:
+        path = tier.folder(tmp_path / "store") / file.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as out:
+            out.truncate(file.size)
+    pulled = locate_noisy_asr(AUTO, ear)
+    assert pulled is not None and pulled.path == tier_path(tier)

@@ -102,3 +102,23 @@ def test_numbers_count_as_the_same_words_however_written() -> None:
     assert summarize(asked, events)["wer"] == 0.0
     events = [turn(2.1, "Set a timer for 45 minutes."), turn(6.1, "calculate 8% of 200.")]
     assert summarize(asked, events)["wer"] > 0.0
+
+
+def test_the_servers_speculation_counters_are_reported_per_condition(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.bench.room import CONDITIONS, ConditionResult, _speculation, report
+
+    class Server:
+        def get(self, path: str) -> object:
+            assert path == "/api/stats"
+            return {"engine": {"speculation": {"started": 9, "reheard": 3, "kept": 2,
+                                               "note": "not a count"}}}
+
+    assert _speculation(None) == {}
+    assert _speculation(Server()) == {"started": 9, "reheard": 3, "kept": 2}  # type: ignore[arg-type]
+    result = ConditionResult(CONDITIONS["babble15"], summary={
+        **summarize([Asked("one two", 1.0, 2.0)], [turn(2.1, "one two")]),
+        "speculation": {"started": 9, "cancelled": 1, "reheard": 3, "kept": 2}})
+    report([result])
+    assert "heard again after late voice 3 (2 the same words)" in capsys.readouterr().out

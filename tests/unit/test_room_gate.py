@@ -246,3 +246,26 @@ def test_a_browser_stream_gets_no_server_gain() -> None:
     room = Room(gain=gain, stream=Stream(processed=True))
     frame = np.full(FRAME_SAMPLES, 100, np.int16)
     assert room.for_ear(frame) is frame and gain.fed == 0
+
+
+def user_turn(room: Room, clock: Clock, level: float, frames: int = 40) -> None:
+    for _ in range(frames):
+        room.judge(noise(level), clock(), True, in_utterance=True)
+    room.utterance_ended(clock.t)
+
+
+@pytest.mark.parametrize(("room_db", "noisy"), [(-70.0, False), (-40.0, True)])
+def test_the_noisy_room_ear_is_chosen_from_the_users_level_over_the_rooms(
+    room_db: float, noisy: bool,
+) -> None:
+    """A user at -15 dB over a room at -70 (55 dB over it) is heard by the usual ear;
+    over talk at -40 (25 dB, under NOISY_EAR_SNR_DB) by the noisy-room ear."""
+    room, clock = Room(), Clock()
+    assert room.snr_db(clock.t) is None and not room.noisy_ear(clock.t)  # nothing known
+    for _ in range(80):
+        room.judge(noise(room_db), clock(), True, in_utterance=False)
+    user_turn(room, clock, -15.0)
+    snr = room.snr_db(clock.t)
+    assert snr is not None and snr == pytest.approx(-15.0 - room_db, abs=2.0)
+    assert room.noisy_ear(clock.t) is noisy
+    assert not Room(RoomOptions(enabled=False)).noisy_ear(clock.t)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.room.levels import UNKNOWN_DB, RoomLevel, TalkerLevel
+from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel
 
 
 def test_the_room_is_unknown_until_enough_of_it_is_heard() -> None:
@@ -74,3 +74,13 @@ def test_before_any_turn_the_current_utterance_stands_for_the_user() -> None:
     assert talker.level_db(1.0) == UNKNOWN_DB
     talker.speech(-20.0)
     assert talker.level_db(1.0) == -20.0
+
+
+def test_a_room_is_noisy_under_the_line_and_quiet_again_only_past_its_hysteresis() -> None:
+    noisy = NoisyRoom(below_db=30.0, hysteresis_db=3.0)
+    assert noisy.decide(None) is False  # unknown levels keep the choice
+    assert noisy.decide(31.0) is False
+    assert noisy.decide(29.5) is True
+    assert noisy.decide(None) is True
+    assert noisy.decide(32.0) is True  # within the hysteresis: no switching back and forth
+    assert noisy.decide(33.0) is False

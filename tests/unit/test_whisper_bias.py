@@ -145,3 +145,14 @@ def test_report_puts_tiers_and_bias_side_by_side() -> None:
 ])
 def test_a_sentence_whisper_says_twice_is_kept_once(heard: str, kept: str) -> None:
     assert drop_repeats(heard) == kept
+
+
+@pytest.mark.parametrize(("heard", "kept"), [
+    ("calculate 8% of 250," + "000," * 40, "calculate 8% of 250"),
+    ("Set a timer for 250,000 seconds.", "Set a timer for 250,000 seconds."),  # a real number
+    ("What is 1,000,000,000 divided by 10?", "What is 1,000,000,000 divided by 10?"),
+    ("What is the the the the the capital of France?", "What is the capital of France?"),
+    ("Bye bye.", "Bye bye."),
+])
+def test_decoder_loops_are_cut_and_real_numbers_kept(heard: str, kept: str) -> None:
+    assert drop_repeats(heard) == kept
