@@ -129,7 +129,23 @@ def model_checks(verify: bool) -> list[Check]:
         checks.append(Check(f"tier {tier.name}", "fail" if bad else "ok",
                             f"differs from the pinned file: {', '.join(bad)}" if bad else what,
                             f"apace models pull {tier.name}" if bad else ""))
-    return checks
+    return [*checks, noisy_ear_check()]
+
+
+def noisy_ear_check() -> Check:
+    """Which Whisper hears noisy rooms (`--noisy-asr auto`: models.load.locate_noisy_asr)."""
+    from models.load import AUTO, NOISY_ASR_TIER, locate_noisy_asr
+    from models.locate import ModelError, locate
+
+    try:
+        found = locate_noisy_asr(AUTO, locate("asr"))
+    except ModelError as error:
+        return Check("noisy-room ear", "fail", str(error).split(". Fix")[0],
+                     f"apace models pull {NOISY_ASR_TIER}, or APACE_NOISY_ASR=off")
+    if found is None:
+        return Check("noisy-room ear", "warn", "none: noisy rooms are heard by the one ear",
+                     f"apace models pull {NOISY_ASR_TIER}")
+    return Check("noisy-room ear", "ok", f"{found.path} ({found.source})")
 
 
 def port_check(host: str, port: int, what: str) -> Check:

@@ -32,7 +32,7 @@ from pipeline.conversation_events import (
     UserSpeaking,
 )
 from pipeline.conversation_options import ConversationOptions
-from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
+from pipeline.endpointing import endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
     AudioFrame,
@@ -102,6 +102,8 @@ class Conversation:
         self._prefill: asyncio.Task[None] | None = None
         self._rehearing: asyncio.Task[None] | None = None
         """Transcribing the turn again after late voice (`_hear_again`)."""
+        self._ended: Endpoint | None = None
+        """The turn's endpoint, come while it was being heard again (acted on after)."""
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
 
@@ -194,33 +196,37 @@ class Conversation:
 
     async def _compare(self, reply: Reply, onset: SilenceOnset) -> None:
         try:
-            text: str | None = await reply.models.hear(onset.audio, Priority.SPECULATIVE)
+            # Confirmed priority: an endpoint may be waiting for these words (_on_endpoint).
+            text: str | None = await reply.models.hear(onset.audio, Priority.CONFIRMED)
         except asyncio.CancelledError:
             raise
         except Exception:  # hear it again in the reply itself
             log.exception("transcribing the turn again failed")
             text = None
         self._rehearing = None
-        if self._reply is not reply or not reply.speculative or not self.busy:
-            return  # the endpoint or a resume came first
-        if text is not None and normalise(text) == normalise(reply.transcript or ""):
-            for stats in self._speculation():
-                stats.kept += 1
-            return
-        self._cancel_speculation(reason="voice after its silence onset")
-        self._start_reply(onset.audio, onset.speech_end, speculative=True, text=text or None)
+        ended, self._ended = self._ended, None
+        if self._reply is reply and reply.speculative and self.busy:
+            if text is not None and normalise(text) == normalise(reply.transcript or ""):
+                for stats in self._speculation():
+                    stats.kept += 1
+            else:
+                self._cancel_speculation(reason="voice after its silence onset")
+                self._start_reply(onset.audio, onset.speech_end, speculative=True,
+                                  text=text or None)
+        if ended is not None:  # the turn ended meanwhile: now its words are known
+            self._on_endpoint(ended)
 
     def _stop_rehearing(self) -> None:
+        self._ended = None
         if self._rehearing is not None:
             self._rehearing.cancel()
             self._rehearing = None
 
     def _on_endpoint(self, event: Endpoint) -> None:
+        if self._rehearing is not None:
+            self._ended = event  # the turn is heard again: it ends once that is done
+            return
         reply = self._reply
-        if self._rehearing is not None:  # the endpoint could not wait: hear the whole turn
-            self._stop_rehearing()
-            self._cancel_speculation(reason="voice after its silence onset")
-            reply = None
         if reply is not None and reply.speculative and self.busy and event.voice_after_onset:
             # Words came after the onset its transcript was made at: hear the whole turn.
             self._cancel_speculation(reason="voice after its silence onset")
@@ -313,8 +319,6 @@ class Conversation:
         """How long the silence must last to end the turn: the speculative reply's
         transcript, and the turn detector's verdict on it once that is in, decide."""
         reply, default = self._reply, self.options.vad.endpoint_ms
-        if self._rehearing is not None:  # the words may change: wait for them (~0.2 s)
-            return max(default, (self.options.endpoint or EndpointOptions()).trailing_ms)
         if (self.options.endpoint is None or reply is None or not reply.speculative
                 or reply.transcript is None):
             return default

@@ -86,6 +86,9 @@ class Asked:
     """Talk-over: its first sound → the reply's last audible frame at the client (None: the
     reply had ended, or was not interrupted)."""
     ttfa_ms: float | None = None
+    over_reply: bool = True
+    """Talk-over: the reply was still playing when it began (a one-sentence story can be
+    over by then: such a talk-over tests nothing and is counted apart)."""
 
 
 @dataclass
@@ -128,7 +131,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     barge = [e["received"] for e in events if e["type"] == "barge_in"]
     talking = [(a.start, a.end + 0.6) for a in asked]
     self_cuts = sum(not any(s <= t <= e for s, e in talking) for t in barge)
-    overs = [a for a in asked if a.talk_over]
+    overs = [a for a in asked if a.talk_over and a.over_reply]
     honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
     ttfa = [a.ttfa_ms for a in asked if a.ttfa_ms is not None and not a.talk_over]
     answered = {owner: turn for owner, turn in zip(owners, turns, strict=True)
@@ -144,6 +147,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
         "talk_overs": len(overs), "talk_overs_honoured": len(honoured),
         "talk_overs_answered": sum(i in heard for i, a in enumerate(asked) if a.talk_over),
         "stop_ms": [a.stopped_ms for a in overs],
+        "talk_overs_after_reply": sum(a.talk_over and not a.over_reply for a in asked),
     }
     if ttfa:
         p50, p95 = np.percentile(ttfa, [50, 95])
@@ -186,6 +190,7 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
     talk = await _say(client, over)
     talk.talk_over = True
     playing = client.received.audible_between(talk.start - 0.1, talk.start + 0.06)
+    talk.over_reply = bool(playing)
     # Its own reply comes next: let it play out before the next question.
     await _until(lambda: client.received.first_audible_after(talk.end + 0.3), 15.0)
     await _quiet(client, 0.7, 25.0)
@@ -354,6 +359,9 @@ def report(results: Sequence[ConditionResult]) -> None:
               f"{s['talk_overs_answered']:>9}{_skill_cell(s):>20}"
               f"{s.get('endpoint_ms_p50', float('nan')):>13.0f}")
     for r in results:
+        if late := r.summary.get("talk_overs_after_reply"):
+            print(f"{r.condition.name}: {late} talk-over(s) began after the reply had ended "
+                  "(not counted)")
         if spec := r.summary.get("speculation"):
             print(f"{r.condition.name}: speculation {spec.get('started', 0):.0f} started, "
                   f"{spec.get('cancelled', 0):.0f} cancelled; heard again after late voice "

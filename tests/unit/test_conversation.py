@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
-from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
@@ -381,18 +380,19 @@ async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
         assert conv.history[0] == Message("user", "how many items are on my list")
 
 
-async def test_an_endpoint_that_cannot_wait_for_hearing_again_hears_the_whole_turn(
-    workers: Workers,
+@pytest.mark.parametrize("second", ["set a timer for ten minutes", "set a timer"])
+async def test_an_endpoint_during_hearing_again_waits_for_those_words(
+    workers: Workers, second: str,
 ) -> None:
-    """Hearing the turn again holds the endpoint (up to trailing_ms); if the silence
-    outlasts that, the speculation is dropped and the whole turn transcribed as a
-    committed reply: the turn is answered once, with the late word."""
+    """The turn ends while it is being heard again (a slow transcription): the endpoint
+    waits for those words, then commits the speculation they confirm or the reply they
+    start — one turn, no third transcription of the same audio."""
     class SlowSecond(FakeTranscriber):
         def transcribe(self, pcm: Pcm, context: str = "") -> str:
             self.delay_s = 0.3 if len(self.calls) == 1 else 0.0
             return super().transcribe(pcm, context)
 
-    transcriber = SlowSecond("set a timer", "set a timer for ten", "set a timer for ten minutes")
+    transcriber = SlowSecond("set a timer", second)
     responder = FakeResponder(["Done."])
     conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker())
     gate = DoubtfulGate(TEST_VAD, classify=any_sound)
@@ -404,13 +404,13 @@ async def test_an_endpoint_that_cannot_wait_for_hearing_again_hears_the_whole_tu
         gate.doubt = True
         await mic.send(True, 4)
         gate.doubt = False
-        await mic.send(False, 1)
-        assert conv.endpoint_ms == EndpointOptions().trailing_ms  # held while hearing again
-        await mic.send(False, EndpointOptions().trailing_ms // 20)
+        await mic.send(False, ENDPOINT_FRAMES)  # the endpoint, the words still to come
+        assert not conv.turns and conv.speculation.committed == 0
         await mic.play_until(lambda: len(conv.turns) == 1)
-    assert len(transcriber.calls) == 3 and conv.speculation.cancelled == 1
-    assert conv.history[0] == Message("user", "set a timer for ten minutes")
+    assert len(transcriber.calls) == 2 and conv.speculation.committed == 1
+    assert conv.history[0] == Message("user", second)
     assert len(conv.turns) == 1
+    assert conv.speculation.kept == (second == "set a timer")
 
 
 async def test_the_prefill_between_turns_reads_what_the_next_reply_reads(

@@ -102,3 +102,22 @@ def test_the_command_exits_1_when_something_fails(capsys: pytest.CaptureFixture[
                                   wyoming_port=None, verify=False, json=False)
         assert run(args) == 1
     assert "problem(s) to fix" in capsys.readouterr().out
+
+
+def test_the_noisy_room_ear_is_reported_with_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from app.doctor import noisy_ear_check
+
+    monkeypatch.setenv("APACE_NOISY_ASR", "off")
+    check = noisy_ear_check()
+    assert check.status == "warn" and check.fix == "apace models pull whisper-base"
+    base = tmp_path / "base"
+    base.mkdir()
+    for name in ("model.bin", "config.json", "tokenizer.json"):
+        (base / name).write_text("{}")
+    monkeypatch.setenv("APACE_NOISY_ASR", str(base))
+    check = noisy_ear_check()
+    assert check.status == "ok" and str(base) in check.detail
+    monkeypatch.setenv("APACE_NOISY_ASR", str(tmp_path / "gone"))
+    assert noisy_ear_check().status == "fail"

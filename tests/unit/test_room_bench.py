@@ -76,6 +76,10 @@ def test_a_talk_over_is_scored_apart_from_the_questions() -> None:
     summary = summarize(asked, events)
     assert summary["questions"] == 1 and summary["lost"] == 0 and summary["wer"] == 0.0
     assert summary["talk_overs_honoured"] == 1 and summary["talk_overs_answered"] == 0
+    late = Asked("and then", 9.0, 10.0, talk_over=True, over_reply=False)  # reply had ended
+    summary = summarize([*asked, late], [*events, turn(10.1, "and then")])
+    assert summary["talk_overs"] == 1 and summary["talk_overs_after_reply"] == 1
+    assert summary["questions"] == 1 and summary["phantom_turns"] == 0
 
 
 def test_skill_answers_time_the_room_apart_from_the_llm() -> None:
