@@ -8,6 +8,7 @@ the change is the reply's `action`, run only when the turn is committed.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -230,6 +231,8 @@ def _list_reply(
     items = split_items(m["items"])
     if not items:
         return None
+    if intent in ("remove", "has"):  # what is on the list is what they likely said
+        items = [_sounds_like(item, current) for item in items]
     there = [i for i in items if i.lower() in present]
     missing = [i for i in items if i.lower() not in present]
     if intent == "has":
@@ -245,6 +248,17 @@ def _list_reply(
         return _say(f"{join_words(missing).capitalize()} {_is(missing)} not on {where}.")
     text = f"Removed {join_words(there)} from {where}."
     return _say(text, lambda: _ignore(store.remove(owner, name, there)))
+
+
+def _sounds_like(item: str, current: list[str]) -> str:
+    """`item`, or the item on the list it was most likely misheard for: Whisper wrote
+    "Take red off the shopping list" for "… bread …" (quality bench). The reply names the
+    item acted on, so a wrong guess is heard."""
+    on_list = {i.lower(): i for i in current}
+    if item.lower() in on_list:
+        return item
+    close = difflib.get_close_matches(item.lower(), list(on_list), n=1, cutoff=0.75)
+    return on_list[close[0]] if close else item
 
 
 def _is(items: list[str]) -> str:

@@ -72,6 +72,21 @@ def test_remove_and_clear(store: ListStore) -> None:
     assert commit(skill, "what's on my shopping list") == "Your shopping list is empty."
 
 
+def test_an_item_misheard_for_one_on_the_list_is_taken_for_it(store: ListStore) -> None:
+    """Removing or asking about what is on the list: a near miss ("red" for "bread") is
+    the item on the list, and the reply names it; adding never guesses."""
+    skill = ListSkill(store)
+    commit(skill, "add milk and eggs to my shopping list")
+    commit(skill, "put bread on my shopping list")
+    assert commit(skill, "Is red on my shopping list?") == "Yes, bread is on your shopping list."
+    assert commit(skill, "Take red off the shopping list.") == (
+        "Removed bread from your shopping list.")
+    assert commit(skill, "Remove rice from my shopping list.") == (
+        "Rice is not on your shopping list.")  # nothing like it there
+    assert commit(skill, "Add red to my shopping list.") == "Added red to your shopping list."
+    assert store.items("a", "shopping") == ["milk", "eggs", "red"]
+
+
 def test_nothing_changes_until_the_action_runs(store: ListStore) -> None:
     skill = ListSkill(store)
     reply = ask(skill, "add eggs to my shopping list")
