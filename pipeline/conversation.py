@@ -45,13 +45,13 @@ from pipeline.heard import stamp_heard
 from pipeline.integrity import prompt_history
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
+from pipeline.rehearing import Rehearing
 from pipeline.reply import Models, Reply
 from pipeline.room import Room
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
-from pipeline.turn_detector import normalise
 from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 
@@ -100,10 +100,7 @@ class Conversation:
         self.captions = Captions(self)
         self._group: asyncio.TaskGroup | None = None
         self._prefill: asyncio.Task[None] | None = None
-        self._rehearing: asyncio.Task[None] | None = None
-        """Transcribing the turn again after late voice (`_hear_again`)."""
-        self._ended: Endpoint | None = None
-        """The turn's endpoint, come while it was being heard again (acted on after)."""
+        self.rehearing = Rehearing(self)
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
 
@@ -141,13 +138,13 @@ class Conversation:
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self.captions.stop()
                 if event.again:
-                    self._hear_again(event)
+                    self.rehearing.start(event, self._group)
                 else:
                     self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
-                self._cancel_speculation()
+                self.cancel_speculation()
             elif isinstance(event, Endpoint):
-                self._on_endpoint(event)
+                self.on_endpoint(event)
         self._check_barge_in()
         self.captions.maybe_start(self._group)
 
@@ -177,64 +174,28 @@ class Conversation:
         self._barge_in(reply, reason)
         return True
 
-    def _hear_again(self, onset: SilenceOnset) -> None:
-        """Voice came after the speculation's onset and stopped: hear the turn again now,
-        while the pause goes on. The speculation stands if the words are the same (the
-        voice was the room's); else it is replaced, so that the endpoint rarely has to
-        wait for a whole new turn's transcription."""
+    def speculating(self) -> Reply | None:
+        """The speculative reply being prepared, if any."""
         reply = self._reply
-        if reply is None or not reply.speculative or not self.busy or reply.transcript is None:
-            # No speculation (yet), or its transcription is still to come: start afresh.
-            self._cancel_speculation(reason="voice after its silence onset")
-            self._start_reply(onset.audio, onset.speech_end, speculative=True)
-            return
-        if self._group is not None:
-            self._stop_rehearing()
-            for stats in self._speculation():
-                stats.reheard += 1
-            self._rehearing = self._group.create_task(self._compare(reply, onset))
+        return reply if reply is not None and reply.speculative and self.busy else None
 
-    async def _compare(self, reply: Reply, onset: SilenceOnset) -> None:
-        try:
-            # Confirmed priority: an endpoint may be waiting for these words (_on_endpoint).
-            text: str | None = await reply.models.hear(onset.audio, Priority.CONFIRMED)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # hear it again in the reply itself
-            log.exception("transcribing the turn again failed")
-            text = None
-        self._rehearing = None
-        ended, self._ended = self._ended, None
-        if self._reply is reply and reply.speculative and self.busy:
-            if text is not None and normalise(text) == normalise(reply.transcript or ""):
-                for stats in self._speculation():
-                    stats.kept += 1
-            else:
-                self._cancel_speculation(reason="voice after its silence onset")
-                self._start_reply(onset.audio, onset.speech_end, speculative=True,
-                                  text=text or None)
-        if ended is not None:  # the turn ended meanwhile: now its words are known
-            self._on_endpoint(ended)
+    def speculate(self, onset: SilenceOnset, *, text: str | None = None) -> None:
+        """A speculative reply to the turn so far (`text`: its words, already heard)."""
+        self._start_reply(onset.audio, onset.speech_end, speculative=True, text=text)
 
-    def _stop_rehearing(self) -> None:
-        self._ended = None
-        if self._rehearing is not None:
-            self._rehearing.cancel()
-            self._rehearing = None
-
-    def _on_endpoint(self, event: Endpoint) -> None:
-        if self._rehearing is not None:
-            self._ended = event  # the turn is heard again: it ends once that is done
-            return
+    def on_endpoint(self, event: Endpoint) -> None:
+        """The user's turn is over: commit the speculation, or reply to the whole turn."""
+        if self.rehearing.hold(event):
+            return  # it is being heard again: acted on once the words are known
         reply = self._reply
         if reply is not None and reply.speculative and self.busy and event.voice_after_onset:
             # Words came after the onset its transcript was made at: hear the whole turn.
-            self._cancel_speculation(reason="voice after its silence onset")
+            self.cancel_speculation(reason="voice after its silence onset")
             reply = None
         if reply is not None and reply.speculative and self.busy:
             reply.timeline.stamp(ENDPOINT, event.t)
             reply.commit()
-            for stats in self._speculation():
+            for stats in self.speculation_stats():
                 stats.committed += 1
             return
         if self.busy:
@@ -259,7 +220,7 @@ class Conversation:
                       answer_skill=self._answer_skill if self.skills is not None else None,
                       on_action=self._acted)
         if speculative:
-            for stats in self._speculation():
+            for stats in self.speculation_stats():
                 stats.started += 1
         else:
             reply.commit()
@@ -340,7 +301,7 @@ class Conversation:
         except Exception:
             log.exception("prefill failed")
 
-    def _speculation(self) -> tuple[SpeculationStats, ...]:
+    def speculation_stats(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)
 
     def heard_at(self, t: float) -> Turn | None:
@@ -349,13 +310,13 @@ class Conversation:
         return stamp_heard(self._reply.timeline if self._reply is not None else None,
                            self.turns, t)
 
-    def _cancel_speculation(self, reason: str = "user resumed") -> None:
+    def cancel_speculation(self, reason: str = "user resumed") -> None:
         reply = self._reply
         if reply is None or not reply.speculative or not self.busy:
             return
         if reply.text:
             self._respeculated = reply.text
-        for stats in self._speculation():
+        for stats in self.speculation_stats():
             stats.cancelled += 1
             stats.wasted_tokens += reply.tokens
             stats.wasted_ms += (now() - reply.started) * 1000
@@ -383,7 +344,7 @@ class Conversation:
             self._finish(reply, interrupted=True)
 
     def _cancel_reply(self, *, reason: str) -> None:
-        self._stop_rehearing()
+        self.rehearing.stop()
         if self._task is not None and not self._task.done():
             log.debug("cancelling reply: %s", reason)
             self._task.cancel()

@@ -324,6 +324,8 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     finally:
         if server is not None:
             server.stop()
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "server.log").write_bytes(server.log)  # which ear, what was heard again
     report(results)
     print(f"\nwrote {out / 'bench_room.json'}")
     return results

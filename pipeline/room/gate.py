@@ -20,6 +20,7 @@ it; background talk does not get it.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard, band_energies
 from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel
 from pipeline.timeline import now
+
+log = logging.getLogger(__name__)
 
 IDLE_WAIT_FRAMES = 15
 """Frames (300 ms, more than a start window) an idle frame waits before it joins the room."""
@@ -252,7 +255,13 @@ class Room:
 
     def noisy_ear(self, t: float) -> bool:
         """Hear what is said now with the noisy-room ear (levels.NoisyRoom)."""
-        return self.options.enabled and self.noisy.decide(self.snr_db(t))
+        if not self.options.enabled:
+            return False
+        was, snr = self.noisy.noisy, self.snr_db(t)
+        if self.noisy.decide(snr) != was:
+            log.info("the user is %.0f dB over the room: %s", snr,
+                     "a noisy room (the noisy-room ear)" if not was else "a quiet room again")
+        return self.noisy.noisy
 
     def utterance_ended(self, t: float) -> None:
         """The endpointer ended an utterance: learn the user's level from it."""
