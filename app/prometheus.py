@@ -55,6 +55,8 @@ class EngineCollector(Collector):
                        "conversations' jobs due together.", stats["asr_batches"])
         yield _counter("apace_asr_batched_jobs", "Transcription jobs run in those batches.",
                        stats["asr_batched_jobs"])
+        yield _counter("apace_noisy_ear_replies", "Replies whose turn the noisy-room ear "
+                       "heard (speculative ones included).", stats["noisy_ear_replies"])
         speculation = stats["speculation"]
         outcomes = CounterMetricFamily(
             "apace_speculation", "Speculative replies started at silence onset, by outcome.",

@@ -213,6 +213,8 @@ class Conversation:
         models = (self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
                   if text is None else
                   dataclasses.replace(self.models, transcriber=FixedTranscript(text), ear=None))
+        if models.ear is not None and models.ear is models.noisy_ear:
+            self.stats.noisy_ear_replies += 1
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
                       self.emit, speculative=speculative,
                       find_draft=self._draft, clause_options=self.options.clauses,

@@ -59,6 +59,8 @@ class EngineStats:
     """Transcription batches of more than one job (pipeline/ear.py)."""
     asr_batched_jobs: int = 0
     """Jobs that ran in those batches."""
+    noisy_ear_replies: int = 0
+    """Replies (speculative ones included) whose turn the noisy-room ear heard."""
 
     def snapshot(self) -> dict[str, Any]:
         out = asdict(self)

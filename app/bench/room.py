@@ -249,7 +249,9 @@ async def run_condition(url: str, condition: Condition, questions: Sequence[Utte
             await asyncio.sleep(GAP_S)
         for index in range(condition.talk_overs):
             over = questions[index % len(questions)]
-            result.asked += await _talk_over(client, long_ask, over, after_s=1.0 + 0.3 * index)
+            # 1.0, 1.2, 1.4 s in: the third story reply is often one sentence (~2.2 s),
+            # and at 1.6 s a talk-over was confirmed only as it ended (nothing to stop).
+            result.asked += await _talk_over(client, long_ask, over, after_s=1.0 + 0.2 * index)
             await asyncio.sleep(GAP_S)
         await asyncio.sleep(1.0)
         result.events = [{k: e.get(k) for k in ("type", "received", "speech_end_t",
@@ -332,10 +334,13 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
 
 
 def _speculation(server: ServerProcess | None) -> dict[str, float]:
-    """The server's speculation counters (started, committed, cancelled, reheard, kept…)."""
+    """The server's speculation counters (started, committed, cancelled, reheard, kept…)
+    and how many replies the noisy-room ear heard (noisy_ear_replies)."""
     if server is None:
         return {}
-    counters = server.get("/api/stats").get("engine", {}).get("speculation", {})
+    engine = server.get("/api/stats").get("engine", {})
+    counters = {**engine.get("speculation", {}),
+                "noisy_ear_replies": engine.get("noisy_ear_replies", 0)}
     return {key: value for key, value in counters.items() if isinstance(value, int | float)}
 
 
@@ -367,7 +372,8 @@ def report(results: Sequence[ConditionResult]) -> None:
         if spec := r.summary.get("speculation"):
             print(f"{r.condition.name}: speculation {spec.get('started', 0):.0f} started, "
                   f"{spec.get('cancelled', 0):.0f} cancelled; heard again after late voice "
-                  f"{spec.get('reheard', 0):.0f} ({spec.get('kept', 0):.0f} the same words)")
+                  f"{spec.get('reheard', 0):.0f} ({spec.get('kept', 0):.0f} the same words); "
+                  f"replies the noisy-room ear heard {spec.get('noisy_ear_replies', 0):.0f}")
 
 
 def _skill_cell(summary: dict[str, Any]) -> str:

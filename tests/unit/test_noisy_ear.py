@@ -51,6 +51,7 @@ async def test_each_turn_is_heard_by_the_ear_its_room_calls_for(workers: Workers
     assert [m.content for m in conv.history if m.role == "user"] == [
         "what time is it", "what day is it"]
     assert len(quiet.calls) == 1 and len(noisy.calls) == 1 and room.asked
+    assert conv.stats.noisy_ear_replies == 1
 
 
 async def test_without_a_noisy_room_ear_a_noisy_room_is_heard_by_the_one_ear(

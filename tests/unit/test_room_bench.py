@@ -117,12 +117,17 @@ def test_the_servers_speculation_counters_are_reported_per_condition(
         def get(self, path: str) -> object:
             assert path == "/api/stats"
             return {"engine": {"speculation": {"started": 9, "reheard": 3, "kept": 2,
-                                               "note": "not a count"}}}
+                                               "note": "not a count"},
+                               "noisy_ear_replies": 4}}
 
     assert _speculation(None) == {}
-    assert _speculation(Server()) == {"started": 9, "reheard": 3, "kept": 2}  # type: ignore[arg-type]
+    assert _speculation(Server()) == {  # type: ignore[arg-type]
+        "started": 9, "reheard": 3, "kept": 2, "noisy_ear_replies": 4}
     result = ConditionResult(CONDITIONS["babble15"], summary={
         **summarize([Asked("one two", 1.0, 2.0)], [turn(2.1, "one two")]),
-        "speculation": {"started": 9, "cancelled": 1, "reheard": 3, "kept": 2}})
+        "speculation": {"started": 9, "cancelled": 1, "reheard": 3, "kept": 2,
+                        "noisy_ear_replies": 4}})
     report([result])
-    assert "heard again after late voice 3 (2 the same words)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "heard again after late voice 3 (2 the same words)" in out
+    assert "replies the noisy-room ear heard 4" in out
