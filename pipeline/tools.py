@@ -79,9 +79,10 @@ _FREE_TEXT = ("name", "items", "task", "word")
 def request_for(call_text: str, transcript: str) -> str | None:
     """The plain request a tool call stands for ("set a pasta timer for 8 minutes"), or
     None when it is not a call to one of `TOOLS` that the user's words support."""
-    start = call_text.find('{"name"')
-    if start < 0:
+    found = re.search(r'\{\s*"name"', call_text)
+    if found is None:
         return None
+    start = found.start()
     try:
         call, _ = json.JSONDecoder().raw_decode(call_text[start:])
         name, args = call["name"], call.get("arguments", {})
@@ -130,11 +131,13 @@ def may_be_call(text: str) -> bool:
     some models double the opening brace, or put the JSON in a Markdown code block: the
     1.5B once said 'json "name": "set timer",' aloud)."""
     start = text.lstrip()
-    if _FENCE.startswith(start):
-        return True  # (also "```" and "`": a fence may be coming)
-    for fence in (_FENCE, "```"):
+    if _FENCE.startswith(start) or "json".startswith(start):
+        return True  # (also "```", "`" and "js": a fence may be coming)
+    for fence in (_FENCE, "```", "json"):  # the backticks may come as tokens dropped
         if start.startswith(fence):
             start = start.removeprefix(fence).lstrip()
             break
-    start = start.removeprefix("<tool_call>").lstrip().lstrip("{")
+    # Pretty-printed JSON puts a line break after the brace: '{\n  "name": …' (the 0.5B
+    # said "json name: set timer," aloud).
+    start = start.removeprefix("<tool_call>").lstrip().lstrip("{").lstrip()
     return _OPENING[1:].startswith(start[: len(_OPENING) - 1]) if start else True

@@ -67,6 +67,14 @@ def test_a_call_in_a_markdown_code_block_is_held_and_read() -> None:
     assert not may_be_call("```python") and not may_be_call("``` The answer")
 
 
+@pytest.mark.parametrize("opening", ["```json\n", "json\n", ""])
+def test_a_pretty_printed_call_is_held_and_read(opening: str) -> None:
+    """'{\n  "name": …' (the 0.5B wrote one, and "json name: set timer," was said aloud)."""
+    text = opening + '{\n  "name": "set_timer",\n  "arguments": {"duration": "5 minutes"}\n}'
+    assert all(may_be_call(text[:n]) for n in range(1, 20))
+    assert request_for(text, "Set a timer for 5 minutes.") == "set a timer for 5 minutes"
+
+
 def test_every_tool_has_a_request() -> None:
     names = {tool["function"]["name"] for tool in TOOLS}
     assert all(request_for(call(n, duration="5 minutes", time="5 pm", task="x", action="left",
