@@ -175,6 +175,11 @@ class Endpointer:
         if voiced and self.options.speech_floor_db:
             voiced = self._above_floor(rms_dbfs(pcm))
         ear = room.for_ear(pcm)
+        if heard.echo and not self.speaking:
+            # Our own reply coming back, before anyone has the floor: the pre-roll of a
+            # turn that starts over it must not hand Whisper our words ("By the sea, how
+            # many cups…" for a question asked over the story's end). Silence instead.
+            ear = np.zeros_like(pcm)
         if ear is not pcm:
             frame = AudioFrame(ear, frame.t)
         events = self.advance(frame, voiced, confirmed=voiced and heard.confirmed,

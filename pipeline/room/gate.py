@@ -148,6 +148,8 @@ class Heard:
     resumes: bool = False
     """Enough to resume a paused turn: confirmed, or a voice louder than the room's talk
     gets (a quiet room: the user's next soft word, which the strict check may doubt)."""
+    echo: bool = False
+    """Mostly our own playback coming back (the echo guard explains the frame)."""
 
 
 class Room:
@@ -229,7 +231,7 @@ class Room:
         resumes = confirmed or (voiced and not echo.explained and self._above_room(level))
         if not in_utterance and self._conditioner is not None:
             self.suppression.decide()
-        return Heard(going_on, confirmed, level, resumes)
+        return Heard(going_on, confirmed, level, resumes, echo=bool(echo.echo) and echo.explained)
 
     def _hear_room(self, level: float, echo: Echo, in_utterance: bool) -> None:
         """The room is what is heard while nobody has the floor, our echo aside. A frame

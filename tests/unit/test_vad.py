@@ -294,3 +294,38 @@ def test_a_quiet_speaker_after_a_loud_one_is_still_heard() -> None:
     events = _fed(OPTIONS, levels)
     assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint] * 2
     assert events[-1].speech_end == pytest.approx(40 * 0.02)
+
+
+def test_our_echo_before_a_turn_is_silence_in_its_pre_roll() -> None:
+    """Frames the room gate explains as our own playback, heard while nobody has the
+    floor, reach the turn's pre-roll as silence: Whisper must not hear our words at the
+    start of a question asked over the end of a reply."""
+    from pipeline.room import Heard, RoomOptions
+
+    class EchoThenVoice:
+        options = RoomOptions()
+
+        def condition(self, pcm: np.ndarray) -> np.ndarray:
+            return pcm
+
+        def for_ear(self, pcm: np.ndarray) -> np.ndarray:
+            return pcm
+
+        def judge(self, pcm: np.ndarray, t: float, voiced: bool, *,
+                  in_utterance: bool) -> Heard:
+            echo = int(pcm[0]) < 100  # frames 1-99 are our echo, then the user
+            return Heard(voiced and not echo, voiced and not echo, -20.0, echo=echo)
+
+        def utterance_ended(self, t: float) -> None:
+            pass
+
+    endpointer = Endpointer(dataclasses.replace(OPTIONS, pre_roll_ms=200),
+                            classify=lambda pcm: True, room=EchoThenVoice())  # type: ignore[arg-type]
+    events = []
+    for n in range(95, 106):
+        events += endpointer.push(AudioFrame(np.full(FRAME_SAMPLES, n, np.int16), n * 0.02))
+    assert isinstance(events[0], SpeechStarted)
+    audio = endpointer.utterance()
+    heard = audio.reshape(-1, FRAME_SAMPLES)[:, 0].tolist()
+    assert heard[-1] == 105 and 100 in heard  # the user's frames as they came
+    assert heard[0] == 0 and all(v in (0, *range(100, 106)) for v in heard)  # echo → silence
