@@ -315,3 +315,17 @@ class DoubtfulGate(Endpointer):
         voiced = bool(frame.pcm.any())
         sure = voiced and not self.doubt
         return self.advance(frame, voiced, confirmed=sure, resumes=sure)
+
+    async def soft_word_after_onset(self, mic: Mic, started: threading.Event,
+                                    frames: int = 4,
+                                    then: Callable[[], object] = lambda: None) -> None:
+        """A question, its silence onset (the speculation starts: `started`; `then` is
+        called), then `frames` of voice this gate doubts: it keeps the pause going and
+        resumes nothing."""
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(started.is_set)
+        then()
+        self.doubt = True
+        await mic.send(True, frames)
+        self.doubt = False

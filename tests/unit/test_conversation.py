@@ -356,12 +356,7 @@ async def test_a_soft_last_word_after_the_onset_is_heard_with_the_turn(
     gate = DoubtfulGate(TEST_VAD, classify=any_sound)
     conv.endpointer = gate
     async with Mic(conv) as mic:
-        await mic.send(True, 10)
-        await mic.send(False, ONSET_FRAMES)
-        await until(lambda: responder.started.is_set())
-        gate.doubt = True
-        await mic.send(True, soft_frames)  # 80 ms of a soft word (or none)
-        gate.doubt = False
+        await gate.soft_word_after_onset(mic, responder.started, soft_frames)  # 80 ms or none
         assert conv.speculation.cancelled == 0  # the gate did not hear the turn resume
         await mic.send(False, ENDPOINT_FRAMES)
         await mic.play_until(lambda: len(conv.turns) == 1)
@@ -398,12 +393,7 @@ async def test_an_endpoint_during_hearing_again_waits_for_those_words(
     gate = DoubtfulGate(TEST_VAD, classify=any_sound)
     conv.endpointer = gate
     async with Mic(conv) as mic:
-        await mic.send(True, 10)
-        await mic.send(False, ONSET_FRAMES)
-        await until(lambda: responder.started.is_set())
-        gate.doubt = True
-        await mic.send(True, 4)
-        gate.doubt = False
+        await gate.soft_word_after_onset(mic, responder.started)
         await mic.send(False, ENDPOINT_FRAMES)  # the endpoint, the words still to come
         assert not conv.turns and conv.speculation.committed == 0
         await mic.play_until(lambda: len(conv.turns) == 1)

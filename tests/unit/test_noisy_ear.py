@@ -9,7 +9,6 @@ from pipeline.ear import Ear
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
 from tests.fakes import (
-    ONSET_FRAMES,
     TEST_VAD,
     DoubtfulGate,
     FakeResponder,
@@ -19,7 +18,6 @@ from tests.fakes import (
     Workers,
     any_sound,
     conversation,
-    until,
 )
 
 
@@ -84,13 +82,8 @@ async def test_a_turn_heard_again_is_heard_by_the_ear_that_heard_it(workers: Wor
     gate = DoubtfulGate(TEST_VAD, classify=any_sound)
     conv.endpointer = gate
     async with Mic(conv) as mic:
-        await mic.send(True, 10)
-        await mic.send(False, ONSET_FRAMES)
-        await until(lambda: responder.started.is_set())
-        room.noisy = False
-        gate.doubt = True
-        await mic.send(True, 4)
-        gate.doubt = False
+        await gate.soft_word_after_onset(mic, responder.started,
+                                         then=lambda: setattr(room, "noisy", False))
         await mic.send(False, 30)
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert quiet.calls == [] and len(noisy.calls) == 2
