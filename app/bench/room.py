@@ -29,6 +29,7 @@ import numpy as np
 
 from app.bench.asr import normalise
 from app.bench.latency import Utterance
+from app.bench.room_report import pair_with_clean, report
 from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
 from app.client import Client
 from app.process import ServerProcess
@@ -82,6 +83,10 @@ class Asked:
     end: float
     """Its last sound left the client."""
     talk_over: bool = False
+    lead_in: bool = False
+    """Asked only to be talked over (the long ask before a talk-over): not one of the
+    condition's questions, so out of its WER and TTFA — every condition's are over the
+    same questions."""
     stopped_ms: float | None = None
     """Talk-over: its first sound → the reply's last audible frame at the client (None: the
     reply had ended, or was not interrupted)."""
@@ -123,7 +128,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
         if owner is not None:
             heard.setdefault(owner, []).append(str(turn.get("transcript", "")))
     phantom = owners.count(None) + sum(len(v) - 1 for v in heard.values())
-    plain = [i for i, a in enumerate(asked) if not a.talk_over]  # talk-overs: below
+    plain = [i for i, a in enumerate(asked) if not a.talk_over and not a.lead_in]
     refs = [normalise(asked[i].text) for i in plain]
     hyps = [normalise(" ".join(heard.get(i, []))) for i in plain]
     words = sum(len(r.split()) for r in refs)
@@ -134,7 +139,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     self_cuts = sum(not any(s <= t <= e for s, e in talking) for t in barge)
     overs = [a for a in asked if a.talk_over and a.over_reply]
     honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
-    ttfa = [a.ttfa_ms for a in asked if a.ttfa_ms is not None and not a.talk_over]
+    ttfa = [ttfa_ms for i in plain if (ttfa_ms := asked[i].ttfa_ms) is not None]
     answered = {owner: turn for owner, turn in zip(owners, turns, strict=True)
                 if owner is not None and owner in plain}
     skill_ttfa = [ttfa_ms for i, turn in answered.items()
@@ -184,6 +189,7 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
                      after_s: float) -> list[Asked]:
     """Ask for a long reply, then talk over it `after_s` after it is first heard."""
     first = await _say(client, long_ask)
+    first.lead_in = True
     heard = await _until(lambda: client.received.first_audible_after(first.end), 15.0)
     if heard is None:
         return [first]
@@ -325,6 +331,7 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
                 after = _speculation(server)
                 results[-1].summary["speculation"] = {
                     key: round(value - before.get(key, 0), 1) for key, value in after.items()}
+            pair_with_clean(results)
             _save(results, out)
     finally:
         if server is not None:
@@ -338,12 +345,14 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
 
 def _speculation(server: ServerProcess | None) -> dict[str, float]:
     """The server's speculation counters (started, committed, cancelled, reheard, kept…)
-    and how many replies the noisy-room ear heard (noisy_ear_replies)."""
+    how many replies the noisy-room ear heard (noisy_ear_replies), and how many replies
+    were held for speech over them (holds) and went on after it (holds_released)."""
     if server is None:
         return {}
     engine = server.get("/api/stats").get("engine", {})
     counters = {**engine.get("speculation", {}),
-                "noisy_ear_replies": engine.get("noisy_ear_replies", 0)}
+                **{key: engine.get(key, 0)
+                   for key in ("noisy_ear_replies", "holds", "holds_released")}}
     return {key: value for key, value in counters.items() if isinstance(value, int | float)}
 
 
@@ -352,33 +361,3 @@ def _save(results: Sequence[ConditionResult], out: Path) -> None:
     data = {"summaries": {r.condition.name: r.summary for r in results},
             "conditions": [asdict(r) for r in results]}
     (out / "bench_room.json").write_text(json.dumps(data, indent=1))
-
-
-def report(results: Sequence[ConditionResult]) -> None:
-    print(f"\n{'condition':<17}{'asked':>6}{'turns':>6}{'phantom':>8}{'lost':>5}{'WER':>7}"
-          f"{'self-cut':>9}{'talk-over':>10}  {'stop ms':<18}{'TTFA p50/p95':>14}{'answered':>9}"
-          f"{'skill TTFA p50 (n)':>20}{'endpoint p50':>13}")
-    for r in results:
-        s = r.summary
-        ttfa = s.get("ttfa_client", {})
-        stops = ",".join(f"{v:.0f}" if v is not None else "-" for v in s["stop_ms"]) or "-"
-        cell = f"{ttfa['p50']:.0f}/{ttfa['p95']:.0f}" if ttfa else "-"
-        print(f"{r.condition.name:<17}{s['questions']:>6}{s['turns']:>6}{s['phantom_turns']:>8}"
-              f"{s['lost']:>5}{s['wer']:>7.3f}{s['self_interruptions']:>9}"
-              f"{s['talk_overs_honoured']:>6}/{s['talk_overs']:<3}  {stops:<18}{cell:>14}"
-              f"{s['talk_overs_answered']:>9}{_skill_cell(s):>20}"
-              f"{s.get('endpoint_ms_p50', float('nan')):>13.0f}")
-    for r in results:
-        if late := r.summary.get("talk_overs_after_reply"):
-            print(f"{r.condition.name}: {late} talk-over(s) began after the reply had ended "
-                  "(not counted)")
-        if spec := r.summary.get("speculation"):
-            print(f"{r.condition.name}: speculation {spec.get('started', 0):.0f} started, "
-                  f"{spec.get('cancelled', 0):.0f} cancelled; heard again after late voice "
-                  f"{spec.get('reheard', 0):.0f} ({spec.get('kept', 0):.0f} the same words); "
-                  f"replies the noisy-room ear heard {spec.get('noisy_ear_replies', 0):.0f}")
-
-
-def _skill_cell(summary: dict[str, Any]) -> str:
-    skill = summary.get("ttfa_client_skill")
-    return f"{skill['p50']:.0f} ({skill['n']})" if skill else "-"

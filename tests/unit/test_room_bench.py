@@ -111,23 +111,62 @@ def test_numbers_count_as_the_same_words_however_written() -> None:
 def test_the_servers_speculation_counters_are_reported_per_condition(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from app.bench.room import CONDITIONS, ConditionResult, _speculation, report
+    from app.bench.room import CONDITIONS, ConditionResult, _speculation
+    from app.bench.room_report import report
 
     class Server:
         def get(self, path: str) -> object:
             assert path == "/api/stats"
             return {"engine": {"speculation": {"started": 9, "reheard": 3, "kept": 2,
                                                "note": "not a count"},
-                               "noisy_ear_replies": 4}}
+                               "noisy_ear_replies": 4, "holds": 5, "holds_released": 1}}
 
     assert _speculation(None) == {}
     assert _speculation(Server()) == {  # type: ignore[arg-type]
-        "started": 9, "reheard": 3, "kept": 2, "noisy_ear_replies": 4}
+        "started": 9, "reheard": 3, "kept": 2, "noisy_ear_replies": 4, "holds": 5,
+        "holds_released": 1}
     result = ConditionResult(CONDITIONS["babble15"], summary={
         **summarize([Asked("one two", 1.0, 2.0)], [turn(2.1, "one two")]),
         "speculation": {"started": 9, "cancelled": 1, "reheard": 3, "kept": 2,
-                        "noisy_ear_replies": 4}})
+                        "noisy_ear_replies": 4, "holds": 5, "holds_released": 1}})
     report([result])
     out = capsys.readouterr().out
     assert "heard again after late voice 3 (2 the same words)" in out
     assert "replies the noisy-room ear heard 4" in out
+    assert "replies held 5 (went on: 1)" in out
+
+
+def test_the_long_ask_before_a_talk_over_is_not_one_of_the_conditions_questions() -> None:
+    asked = [Asked("one two", 1.0, 2.0, ttfa_ms=500.0),
+             Asked("tell me a long story", 5.0, 6.0, lead_in=True, ttfa_ms=2500.0),
+             Asked("one two", 7.0, 8.0, talk_over=True)]
+    summary = summarize(asked, [turn(2.1, "one two"), turn(6.1, "tell me a song")])
+    assert summary["questions"] == 1 and summary["wer"] == 0.0
+    assert summary["ttfa_client"] == {"p50": 500.0, "p95": 500.0}
+
+
+def test_each_conditions_ttfa_is_paired_with_the_clean_rooms_question_by_question(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.bench.room import CONDITIONS, ConditionResult
+    from app.bench.room_report import pair_with_clean, report
+
+    def asked(*ttfa: float | None) -> list[Asked]:
+        return [Asked(f"q{i}", 10.0 * i, 10.0 * i + 1, ttfa_ms=t) for i, t in enumerate(ttfa)]
+
+    story = Asked("story", 60.0, 61.0, lead_in=True, ttfa_ms=3000.0)
+    clean = ConditionResult(CONDITIONS["clean"], [*asked(600, 1500, 1500, 600, None), story])
+    # One answer moved from the skill's mode to the LLM's: the p50s jump, the pairs do not.
+    noisy = ConditionResult(CONDITIONS["babble15"], asked(650, 1550, 1520, 1500, 700))
+    for r in (clean, noisy):
+        r.summary = summarize(r.asked, [])
+    pair_with_clean([clean, noisy])
+    assert "ttfa_vs_clean" not in clean.summary
+    assert noisy.summary["ttfa_vs_clean"] == {"n": 4, "median_diff_ms": 50.0,
+                                              "clean_p50_ms": 1050.0, "p50_ms": 1510.0}
+    report([clean, noisy])
+    assert ("babble15: TTFA against the clean room, the same 4 questions: median difference "
+            "+50 ms (p50 1050 → 1510)") in capsys.readouterr().out
+    alone = ConditionResult(CONDITIONS["babble15"], asked(650))
+    pair_with_clean([alone])
+    assert "ttfa_vs_clean" not in alone.summary
