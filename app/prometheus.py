@@ -55,6 +55,10 @@ class EngineCollector(Collector):
                        "conversations' jobs due together.", stats["asr_batches"])
         yield _counter("apace_asr_batched_jobs", "Transcription jobs run in those batches.",
                        stats["asr_batched_jobs"])
+        yield _counter("apace_reply_holds", "Replies held (quiet, nothing dropped) at the "
+                       "first sign of the user talking over them.", stats["holds"])
+        yield _counter("apace_reply_holds_released", "Held replies that went on: the speech "
+                       "stopped short of a barge-in.", stats["holds_released"])
         yield _counter("apace_noisy_ear_replies", "Replies whose turn the noisy-room ear "
                        "heard (speculative ones included).", stats["noisy_ear_replies"])
         speculation = stats["speculation"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from models.load import (
@@ -20,6 +20,7 @@ from models.locate import Located
 from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
+from models.whisper import WhisperTranscriber
 from pipeline.asr import AsrOptions
 from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
@@ -79,6 +80,20 @@ class Settings:
     engine: EngineOptions = field(default_factory=EngineOptions)
 
 
+def load_ears(settings: Settings, located: dict[str, Located],
+              threads: int) -> tuple[WhisperTranscriber, WhisperTranscriber | None]:
+    """The ear, and the noisy-room ear where one is located (its own beam width)."""
+    models = settings.models
+    ear = load_transcriber(located["asr"].path, models.asr_device, models.asr_compute_type,
+                           threads, settings.asr)
+    noisy = located.get("noisy_asr")
+    if noisy is None:
+        return ear, None
+    return ear, load_transcriber(noisy.path, models.asr_device, models.asr_compute_type,
+                                 threads, replace(settings.asr,
+                                                  beam_size=settings.asr.noisy_beam_size))
+
+
 def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     """Locate and load every model (raises ModelError with the fix if one is unusable)."""
     located = settings.models.resolve()
@@ -87,14 +102,7 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
         located.pop("turn")  # a fixed endpoint has no use for a verdict
     threads = cpu_threads(settings.models.threads)
     started = time.perf_counter()
-    transcriber = load_transcriber(
-        located["asr"].path, settings.models.asr_device, settings.models.asr_compute_type,
-        threads, settings.asr,
-    )
-    noisy = located.get("noisy_asr")
-    noisy_transcriber = load_transcriber(
-        noisy.path, settings.models.asr_device, settings.models.asr_compute_type, threads,
-        settings.asr) if noisy is not None else None
+    transcriber, noisy_transcriber = load_ears(settings, located, threads)
     synthesizer = load_synthesizer(located["tts"].path, settings.tts)
     llm_path = located["llm"].path
     llm_options = settings.llm

@@ -325,16 +325,23 @@ class Conversation:
         self._cancel_reply(reason=reason)
 
     def _check_barge_in(self) -> None:
-        reply = self._reply
-        if (
-            reply is None
-            or reply.speculative
-            or not self.busy
-            or not self.endpointer.speaking
-            or self.endpointer.confirmed_ms < self.options.barge_in_ms
-        ):
+        """Per frame: the user's confirmed speech over a playing reply holds it at hold_ms
+        and interrupts it at barge_in_ms; held speech that stops lets the reply go on."""
+        reply, vad = self._reply, self.endpointer
+        playing = reply is not None and not reply.speculative and self.busy
+        if self.speaker.held and not (playing and vad.speaking and (
+                not vad.pausing or vad.silent_ms < self.options.hold_release_ms)):
+            self.speaker.release()  # a cough, a word to someone else: the reply goes on
+            self.stats.holds_released += 1
+            log.debug("reply released after %d ms of confirmed speech", vad.confirmed_ms)
+        if reply is None or not playing or not vad.speaking:
             return
-        self._barge_in(reply, "speech")
+        if vad.confirmed_ms >= self.options.barge_in_ms:
+            self._barge_in(reply, "speech")
+        elif (self.options.hold_ms is not None and not self.speaker.held and not vad.pausing
+              and vad.confirmed_ms >= self.options.hold_ms):
+            self.speaker.hold()
+            self.stats.holds += 1
 
     def _barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1
@@ -347,6 +354,7 @@ class Conversation:
 
     def _cancel_reply(self, *, reason: str) -> None:
         self.rehearing.stop()
+        self.speaker.release()
         if self._task is not None and not self._task.done():
             log.debug("cancelling reply: %s", reason)
             self._task.cancel()

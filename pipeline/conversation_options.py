@@ -21,6 +21,16 @@ class ConversationOptions:
     gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
     bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
     200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
+    hold_ms: int | None = 120
+    """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
+    dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
+    decided — on the room bench the reply stopped ~400 ms after the user's first sound
+    with barge_in_ms alone. Speech that stops short of barge_in_ms (a cough, a word to
+    someone else) lets the reply go on from the frame it stopped at, `hold_release_ms`
+    later (LiveKit Agents resumes a "false interruption" the same way). Background talk
+    in bursts was confirmed for <= 100 ms. None: off."""
+    hold_release_ms: int = 200
+    """Silence after the held speech that releases the hold (the reply goes on)."""
     room: RoomOptions = field(default_factory=RoomOptions)
     """Telling the user from the room: its noise, background talk, our own echo."""
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
@@ -37,3 +47,12 @@ class ConversationOptions:
     """What the LLM reads of the history, the copy guard, the spoken-length budget."""
     owner: str = "default"
     """Whose shopping list and notes the skills read and change."""
+
+    def __post_init__(self) -> None:
+        if self.barge_in_ms < 0:
+            raise ValueError(f"barge_in_ms must be >= 0, got {self.barge_in_ms}")
+        if self.hold_ms is not None and not 0 < self.hold_ms < self.barge_in_ms:
+            raise ValueError(f"hold_ms must be between 0 and barge_in_ms ({self.barge_in_ms})"
+                             f" or None, got {self.hold_ms}")
+        if self.hold_release_ms <= 0:
+            raise ValueError(f"hold_release_ms must be > 0, got {self.hold_release_ms}")

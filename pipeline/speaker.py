@@ -2,8 +2,10 @@
 
 The transport (a WebRTC track, or a file writer in `apace talk`) pops one frame per 20 ms
 and sends silence when the queue is empty. `clear()` drops everything queued at once
-(barge-in). Each frame can carry a callback run when the frame is popped — the moment its
-audio leaves the server — which is how replies learn what was actually played.
+(barge-in); `hold()` keeps it but plays nothing till `release()` (the user may be talking
+over the reply: pipeline.conversation decides whether it was a barge-in). Each frame can
+carry a callback run when the frame is popped — the moment its audio leaves the server —
+which is how replies learn what was actually played.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class Speaker:
         """Frames at the front of the queue that were interjected (a timer ringing)."""
         self.played: Callable[[Pcm], None] | None = None
         """Told of every frame as it leaves: what the room hears (the echo reference)."""
+        self.held = False
+        """True between `hold()` and `release()` (or `clear()`): nothing leaves."""
 
     def push(self, pcm: Pcm, on_played: OnPlayed | None = None) -> None:
         """Queue audio; a trailing part under 20 ms is padded with silence."""
@@ -40,8 +44,8 @@ class Speaker:
         self._interjected += len(frames)
 
     def pop(self) -> Pcm | None:
-        """The next frame to send, or None when there is nothing to say."""
-        if not self._frames:
+        """The next frame to send, or None when there is nothing to say (or it is held)."""
+        if not self._frames or self.held:
             return None
         frame, real, on_played = self._frames.popleft()
         self._interjected = max(0, self._interjected - 1)
@@ -57,7 +61,17 @@ class Speaker:
         dropped = len(self._frames) - self._interjected
         for _ in range(dropped):
             self._frames.pop()
+        self.held = False
         return dropped
+
+    def hold(self) -> None:
+        """Play nothing from now on, keeping what is queued, until `release()`: the reply
+        goes quiet at the first sign of the user talking over it and, if that was a
+        cough, goes on from the frame it stopped at."""
+        self.held = True
+
+    def release(self) -> None:
+        self.held = False
 
     @property
     def queued_frames(self) -> int:

@@ -61,6 +61,10 @@ class EngineStats:
     """Jobs that ran in those batches."""
     noisy_ear_replies: int = 0
     """Replies (speculative ones included) whose turn the noisy-room ear heard."""
+    holds: int = 0
+    """Replies held (gone quiet) at the first sign of the user talking over them."""
+    holds_released: int = 0
+    """Of those, let go on: the speech stopped short of a barge-in."""
 
     def snapshot(self) -> dict[str, Any]:
         out = asdict(self)

@@ -144,6 +144,11 @@ class Endpointer:
         return self._confirmed_frames * FRAME_MS
 
     @property
+    def silent_ms(self) -> int:
+        """Silence since the last voiced frame of the current utterance (0 while voiced)."""
+        return self._silent_ms
+
+    @property
     def pausing(self) -> bool:
         """True between a silence onset and the endpoint (or resumed speech)."""
         return self._state is _State.PAUSING

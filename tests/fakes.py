@@ -198,16 +198,18 @@ def conversation(
     *,
     speculate: bool = True,
     barge_in_ms: int = 200,
+    hold_ms: int | None = None,
     endpoint: EndpointOptions | None = None,
     partial_interval_s: float | None = None,
     prefill_captions: bool = True,
 ) -> tuple[Conversation, list[ConversationEvent]]:
     """A conversation whose endpointer calls any non-zero frame speech, and its events.
 
-    Adaptive endpointing and live captions are off unless asked for, so the scripted
-    transcripts are only consumed by replies."""
+    Adaptive endpointing, holding a reply talked over and live captions are off unless
+    asked for, so the scripted transcripts are only consumed by replies."""
     events: list[ConversationEvent] = []
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
+                                  hold_ms=hold_ms,
                                   endpoint=endpoint, partial_interval_s=partial_interval_s,
                                   prefill_captions=prefill_captions)
     conv = Conversation(models, speaker, options, emit=events.append)

@@ -37,6 +37,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                      endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
                      onset_ms=args.onset_ms),
         partial_interval_s=args.caption_interval,
+        **_checked(_talk_over, "--barge-in-ms / --hold-ms", barge_in_ms=args.barge_in_ms,
+                   hold=args.hold_ms),
         integrity=_checked(IntegrityOptions, "--max-sentences / --history-exchanges",
                            max_sentences=args.max_sentences, max_exchanges=args.history_exchanges,
                            keep_interrupted=args.keep_interrupted,
@@ -50,7 +52,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                            asr_device=args.asr_device, threads=args.threads,
                            noisy_asr=args.noisy_asr,
                            asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
-        asr=_checked(AsrOptions, "--asr-beam", beam_size=args.asr_beam),
+        asr=_checked(AsrOptions, "--asr-beam / --noisy-asr-beam", beam_size=args.asr_beam,
+                     noisy_beam_size=args.noisy_asr_beam),
         # 0: every core, as for the other models (the models take turns on the CPU).
         llm=LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
                        gpu_layers=args.llm_gpu_layers,
@@ -65,6 +68,20 @@ def settings_from(args: argparse.Namespace) -> Any:
         return levers.apply(settings, args)
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def _talk_over(barge_in_ms: int, hold: str) -> dict[str, Any]:
+    """ConversationOptions' barge-in fields from --barge-in-ms and --hold-ms (MS or off)."""
+    hold_ms = None if hold == "off" else _ms(hold, "--hold-ms")
+    ConversationOptions(barge_in_ms=barge_in_ms, hold_ms=hold_ms)  # refuses a bad pair
+    return {"barge_in_ms": barge_in_ms, "hold_ms": hold_ms}
+
+
+def _ms(value: str, flag: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{flag} takes milliseconds or off, got {value!r}") from None
 
 
 def _checked(options: Callable[..., T], flags: str, **values: Any) -> T:
@@ -106,6 +123,17 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
     group.add_argument("--asr-beam", type=int, metavar="N", default=AsrOptions().beam_size,
                        help="Whisper's beam width, 1-10 (1: greedy; default %(default)s)")
+    group.add_argument("--noisy-asr-beam", type=int, metavar="N",
+                       default=AsrOptions().noisy_beam_size,
+                       help="the noisy-room ear's beam width, 1-10 (default %(default)s)")
+    group.add_argument("--barge-in-ms", type=int, metavar="MS",
+                       default=ConversationOptions().barge_in_ms,
+                       help="confirmed speech over a reply that interrupts it"
+                       " (default %(default)s)")
+    group.add_argument("--hold-ms", metavar="MS|off", default=str(ConversationOptions().hold_ms),
+                       help="confirmed speech over a reply that holds it quiet until the"
+                       " barge-in is decided; it goes on if the speech stops (default"
+                       " %(default)s)")
     group.add_argument("--llm-gpu-layers", type=int, default=0,
                        help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")

@@ -34,3 +34,25 @@ def test_a_beam_width_out_of_range_is_a_usage_error_naming_the_flag() -> None:
     for bad in ("0", "11"):
         with pytest.raises(UsageError, match="--asr-beam"):
             _settings("--asr-beam", bad)
+        with pytest.raises(UsageError, match="--noisy-asr-beam"):
+            _settings("--noisy-asr-beam", bad)
+
+
+def test_the_noisy_room_ears_beam_is_its_own() -> None:
+    asr = _settings("--noisy-asr-beam", "3").asr
+    assert (asr.beam_size, asr.noisy_beam_size) == (1, 3)
+
+
+def test_the_barge_in_and_hold_flags_reach_the_conversation() -> None:
+    conversation = _settings().conversation
+    assert (conversation.barge_in_ms, conversation.hold_ms) == (200, 120)
+    conversation = _settings("--barge-in-ms", "300", "--hold-ms", "off").conversation
+    assert (conversation.barge_in_ms, conversation.hold_ms) == (300, None)
+    assert _settings("--hold-ms", "100").conversation.hold_ms == 100
+
+
+@pytest.mark.parametrize("flags", [("--hold-ms", "200"), ("--hold-ms", "soon"),
+                                   ("--barge-in-ms", "100"), ("--barge-in-ms", "-5")])
+def test_a_hold_that_is_not_before_the_barge_in_is_a_usage_error(flags: tuple[str, str]) -> None:
+    with pytest.raises(UsageError, match="--hold-ms"):
+        _settings(*flags)

@@ -168,6 +168,78 @@ async def test_a_short_blip_while_the_assistant_talks_does_not_interrupt(workers
     assert not conv.turns[0].interrupted
 
 
+async def test_speech_over_a_reply_holds_it_at_once_and_a_cough_lets_it_go_on(
+    workers: Workers,
+) -> None:
+    transcriber = FakeTranscriber("tell me")
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        mic.play(5)
+        await mic.send(True, 5, play=True)  # 100 ms of voice: the reply plays on
+        assert not conv.speaker.held
+        assert mic.played_samples == 10 * FRAME_SAMPLES
+        await mic.send(True, 2, play=True)  # 120 ms: held, nothing more leaves
+        assert conv.speaker.held
+        assert mic.played_samples == 10 * FRAME_SAMPLES
+        assert conv.speaker.queued_frames == REPLY_FRAMES - 10  # kept, not dropped
+        await mic.send(False, 5, play=True)  # a pause, not yet the cough's end
+        assert conv.speaker.held and mic.played_samples == 10 * FRAME_SAMPLES
+        await mic.send(False, 5, play=True)  # 200 ms of silence: the reply goes on
+        assert not conv.speaker.held
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
+    assert conv.barge_ins == 0 and not any(isinstance(e, BargeIn) for e in events)
+    assert conv.history == [Message("user", "tell me"), Message("assistant", REPLY_TEXT)]
+    assert len(transcriber.calls) == 1  # the cough did not become a turn
+    assert (conv.stats.holds, conv.stats.holds_released) == (1, 1)
+
+
+async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_where_it_stopped(
+    workers: Workers,
+) -> None:
+    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        mic.play(20)  # four words heard
+        await mic.send(True, 9, play=True)  # held at 120 ms: 5 more frames, one word, left
+        assert conv.speaker.held and conv.barge_ins == 0
+        assert mic.played_samples == 25 * FRAME_SAMPLES
+        await mic.send(True, 1, play=True)  # 200 ms: barge-in
+        assert conv.barge_ins == 1 and not conv.speaker.held
+    (turn,) = conv.turns
+    assert turn.interrupted  # what played before the hold, and not a word more
+    assert turn.heard == " ".join(REPLY_TEXT.split()[:5])
+    assert [e for e in events if isinstance(e, BargeIn)] == [
+        BargeIn(dropped_ms=20 * (REPLY_FRAMES - 25), reason="speech")]
+    assert (conv.stats.holds, conv.stats.holds_released) == (1, 0)
+
+
+async def test_with_holding_off_the_reply_plays_until_the_barge_in(workers: Workers) -> None:
+    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=None)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 9, play=True)
+        assert mic.played_samples == 9 * FRAME_SAMPLES and not conv.speaker.held
+    assert conv.stats.holds == 0
+
+
+def test_hold_ms_must_come_before_the_barge_in() -> None:
+    from pipeline.conversation_options import ConversationOptions
+
+    with pytest.raises(ValueError, match="hold_ms"):
+        ConversationOptions(barge_in_ms=200, hold_ms=200)
+    with pytest.raises(ValueError, match="hold_release_ms"):
+        ConversationOptions(hold_release_ms=0)
+    assert ConversationOptions(barge_in_ms=60, hold_ms=None).hold_ms is None
+
+
 async def test_history_grows_by_one_user_and_one_assistant_message_per_turn(
     workers: Workers,
 ) -> None:

@@ -88,3 +88,22 @@ async def test_a_turn_heard_again_is_heard_by_the_ear_that_heard_it(workers: Wor
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert quiet.calls == [] and len(noisy.calls) == 2
     assert conv.speculation.kept == 1 and responder.users == ["how many items are on my list"]
+
+
+def test_the_noisy_room_ear_is_loaded_with_its_own_beam_width(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    import app.runtime as runtime
+    from models.locate import Located
+    from pipeline.asr import AsrOptions
+
+    loaded: dict[str, AsrOptions] = {}
+    monkeypatch.setattr(runtime, "load_transcriber",
+                        lambda path, device, compute, threads, options:
+                        loaded.setdefault(str(path), options))
+    settings = runtime.Settings(asr=AsrOptions(beam_size=2, noisy_beam_size=4))
+    ear = {"asr": Located("asr", Path("tiny"), "flag")}
+    assert runtime.load_ears(settings, ear, 1)[1] is None
+    runtime.load_ears(settings, {**ear, "noisy_asr": Located("asr", Path("base"), "flag")}, 1)
+    assert (loaded["tiny"].beam_size, loaded["base"].beam_size) == (2, 4)
+    assert loaded["base"].vocabulary == loaded["tiny"].vocabulary  # the rest is the same

@@ -103,3 +103,29 @@ def test_clear_drops_the_reply_but_not_an_interjection() -> None:
     frame = speaker.pop()
     assert frame is not None and int(frame[0]) == 7
     assert speaker.pop() is None
+
+
+def test_a_held_speaker_plays_nothing_and_goes_on_from_the_same_frame_when_released() -> None:
+    speaker = Speaker()
+    played: list[int] = []
+    heard: list[int] = []
+    speaker.played = lambda pcm: heard.append(int(pcm[0]))
+    speaker.push(np.repeat(np.arange(1, 5, dtype=np.int16), FRAME_SAMPLES), played.append)
+    assert speaker.pop()[0] == 1
+    speaker.hold()
+    assert [speaker.pop(), speaker.pop()] == [None, None]
+    assert speaker.queued_frames == 3  # kept, not dropped
+    assert played == [FRAME_SAMPLES] and heard == [1]  # nothing left while held
+    speaker.release()
+    assert [speaker.pop()[0], speaker.pop()[0], speaker.pop()[0]] == [2, 3, 4]
+    assert heard == [1, 2, 3, 4]
+
+
+def test_clear_lets_go_of_a_hold_so_the_next_reply_plays() -> None:
+    speaker = Speaker()
+    speaker.push(np.ones(2 * FRAME_SAMPLES, np.int16))
+    speaker.hold()
+    assert speaker.clear() == 2
+    assert not speaker.held
+    speaker.push(np.ones(FRAME_SAMPLES, np.int16))
+    assert speaker.pop() is not None
