@@ -31,7 +31,7 @@ from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
 from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard, band_energies
-from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel
+from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel, quiet_pre_roll
 from pipeline.timeline import now
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,15 @@ class RoomOptions:
     confirms a turn up to a few hundred ms into its first word (quality bench: 7 of 87
     turns lost their first word with the plain pre-roll, "What's the time" → "It's the
     time")."""
+    quiet_pre_roll: bool = True
+    """A turn's pre-roll (the audio kept from before its start, start_lag_ms included) is
+    the room until its first frame loud enough to start a turn (start_margin_db over the
+    room's peaks): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
+    so that Whisper hears the user's words and not the talk in the room before them ("30,
+    set a timer…", "What is 15% of 80% of 80%…"). Offline, the gate's own turns of the ASR
+    set's tuning lines heard by whisper-base (README, "In a real room")."""
+    pre_roll_keep_ms: int = 100
+    """Pre-roll kept whole before that first loud frame (a soft first consonant)."""
     speech_probability: float = 0.5
     """The neural VAD's probability needed to start (when one is given); 0 ignores it."""
     hold_s: float = 0.3
@@ -117,6 +126,8 @@ class RoomOptions:
             raise ValueError("room speech_probability must be in [0, 1)")
         if not 0.1 <= self.max_echo_delay_s <= 2:
             raise ValueError("room max_echo_delay_s must be 0.1-2 s")
+        if not 0 <= self.pre_roll_keep_ms <= 1000 or self.pre_roll_keep_ms % FRAME_MS:
+            raise ValueError(f"room pre_roll_keep_ms must be 0-1000, a multiple of {FRAME_MS}")
         if not 0 <= self.gain_dbfs <= 31:
             raise ValueError(f"room gain_dbfs must be 0 (off) or 1-31, got {self.gain_dbfs}")
 
@@ -195,6 +206,16 @@ class Room:
         self.suppression.hear(pcm)
         suppressed = condition(self._conditioner, pcm)
         return suppressed if self.suppression.on or self.options.always_suppress else pcm
+
+    def pre_roll(self, frames: list[Pcm]) -> list[Pcm]:
+        """A turn's pre-roll as the recognizer gets it: the room before the first frame
+        that could start a turn turned down (RoomOptions.quiet_pre_roll), once the room
+        is known."""
+        options = self.options
+        if not options.enabled or not options.quiet_pre_roll or not self.room.known:
+            return frames
+        return quiet_pre_roll(frames, self.room.peak_db + options.start_margin_db,
+                              options.pre_roll_keep_ms // FRAME_MS)
 
     def for_ear(self, pcm: Pcm) -> Pcm:
         """A judged frame as the recognizer gets it: raised by the automatic gain, if any

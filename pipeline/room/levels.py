@@ -16,6 +16,8 @@ from collections import deque
 
 import numpy as np
 
+from pipeline.audio import rms_dbfs
+
 UNKNOWN_DB = -120.0
 """A level not known yet: every comparison against it passes."""
 
@@ -126,3 +128,19 @@ class NoisyRoom:
         elif not self.noisy and snr_db < self.below_db:
             self.noisy = True
         return self.noisy
+
+
+PRE_ROLL_GAIN = 0.05
+"""What the room before a turn's first loud frame is turned down to (-26 dB)."""
+
+
+def quiet_pre_roll(frames: list[np.ndarray], loud_db: float, keep: int) -> list[np.ndarray]:
+    """A turn's pre-roll with the room turned down: the frames before the first one at
+    `loud_db` or over, but for the `keep` just before it (a soft first consonant), at
+    PRE_ROLL_GAIN. Without such a frame, as it came."""
+    first = next((i for i, pcm in enumerate(frames) if rms_dbfs(pcm) >= loud_db), None)
+    if first is None or first <= keep:
+        return frames
+    start = first - keep
+    quiet = [(pcm.astype(np.float32) * PRE_ROLL_GAIN).astype(pcm.dtype) for pcm in frames[:start]]
+    return quiet + frames[start:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline.audio import frames, rms_dbfs
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
 from pipeline.room import Room, RoomOptions, Stream
 from pipeline.room.gate import IDLE_WAIT_FRAMES
@@ -168,6 +169,44 @@ def test_a_burst_of_background_talk_too_short_to_be_a_turn_ends_unheard() -> Non
     longer = [noise(-20) for _ in range(15)]  # 300 ms: a turn
     events = feed(endpointer, longer + quiet, start=10.0)
     assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint]
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_the_talk_in_the_room_before_a_turn_is_turned_down_in_its_pre_roll(quiet: bool) -> None:
+    """The turn's audio keeps 600 ms from before its start (pre-roll and start lag): in a
+    talking room that is someone else's words. Up to 100 ms before the first frame loud
+    enough to start a turn, the recognizer gets them 26 dB down."""
+    endpointer = Endpointer(VadOptions(), classify=lambda pcm: bool(np.abs(pcm).max() > 100),
+                            room=Room(RoomOptions(quiet_pre_roll=quiet)))
+    talk = [noise(float(level)) for level in np.random.default_rng(4).uniform(-45, -35, 200)]
+    user = [noise(-20) for _ in range(20)]
+    events = feed(endpointer, talk + user + [noise(-80) for _ in range(40)])
+    assert endpointer.room is not None and endpointer.room.room.known
+    (end,) = [e for e in events if isinstance(e, Endpoint)]
+    heard = [rms_dbfs(f) for f in frames(end.audio)]
+    first_loud = next(i for i, level in enumerate(heard) if level > -25)
+    assert first_loud >= 25  # the pre-roll: 30 frames, but for the start window's
+    before = [rms_dbfs(f) for f in talk[-first_loud:]]
+    if quiet:
+        assert all(h < b - 24  # (int16 rounding at -70 dB)
+                   for h, b in zip(heard[:first_loud - 5], before, strict=False)), heard
+        assert heard[first_loud - 5:first_loud] == pytest.approx(before[-5:], abs=0.01)
+    else:
+        assert heard[:first_loud] == pytest.approx(before, abs=0.01)
+    assert heard[first_loud:first_loud + 20] == pytest.approx([-20] * 20, abs=1.5)
+
+
+def test_in_a_quiet_room_the_pre_roll_is_left_as_it_came() -> None:
+    from pipeline.room.levels import quiet_pre_roll
+
+    room, clock = Room(), Clock()
+    quiet_room(room, clock)
+    soft = [noise(-60) for _ in range(10)]
+    assert room.pre_roll(soft) is soft or room.pre_roll(soft) == soft
+    assert Room().pre_roll(soft) is soft  # a room not yet heard: nothing to tell apart
+    assert quiet_pre_roll(soft, -30.0, 5) is soft  # no frame loud enough
+    loud_third = [noise(-60), noise(-60), noise(-20), noise(-60)]
+    assert quiet_pre_roll(loud_third, -30.0, 2) is loud_third  # within what is kept
 
 
 def test_before_the_room_is_known_a_soft_word_end_goes_on_on_a_stream_that_speaks_at_once(

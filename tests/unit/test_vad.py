@@ -311,6 +311,9 @@ def test_our_echo_before_a_turn_is_silence_in_its_pre_roll() -> None:
         def for_ear(self, pcm: np.ndarray) -> np.ndarray:
             return pcm
 
+        def pre_roll(self, frames: list[np.ndarray]) -> list[np.ndarray]:
+            return frames
+
         def judge(self, pcm: np.ndarray, t: float, voiced: bool, *,
                   in_utterance: bool) -> Heard:
             echo = int(pcm[0]) < 100  # frames 1-99 are our echo, then the user
