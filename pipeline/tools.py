@@ -66,11 +66,18 @@ _REQUESTS: dict[str, Callable[[Mapping[str, str]], str]] = {
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _WORD = re.compile(r"[a-z']+")
-_KEYWORDS = {  # a call is believed only if the user's words say something of the kind
-    "set_timer": r"\d", "set_alarm": r"\d|\bnoon\b|\bmidnight\b", "set_reminder": r"\bremind",
-    "timer_status": r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b", "add_to_list": r"\blist\b",
-    "read_list": r"\blist\b", "calculate": r"\d", "convert_units": r"\d",
-    "current_time": r"\b(?:time|date|day|clock|year|month)\b", "spell_word": r"\bspell",
+_DURATION = r"\b(?:timers?|minutes?|mins?|seconds?|secs?|hours?|hrs?)\b"
+_CLOCK_TIME = (r"\balarm|\bwake\b|\bget me up\b|\bat \d|\d ?(?:am|pm|a\.m\.|p\.m\.|o'clock)\b"
+               r"|\bnoon\b|\bmidnight\b")
+_KEYWORDS = {  # a call is believed only if the user's words say something of the kind:
+    # every pattern must be found ("was 1900 a late year", misheard in noise, had the 0.5B
+    # set a timer for 1900 minutes: a number alone is not a duration).
+    "set_timer": (r"\d", _DURATION), "set_alarm": (r"\d|\bnoon\b|\bmidnight\b", _CLOCK_TIME),
+    "set_reminder": (r"\bremind",),
+    "timer_status": (r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b",),
+    "add_to_list": (r"\blist\b",), "read_list": (r"\blist\b",), "calculate": (r"\d",),
+    "convert_units": (r"\d",), "current_time": (r"\b(?:time|date|day|clock|year|month)\b",),
+    "spell_word": (r"\bspell",),
 }
 _FREE_TEXT = ("name", "items", "task", "word")
 """Arguments that must come from the user's words (a small model invents a 'pasta')."""
@@ -90,7 +97,8 @@ def request_for(call_text: str, transcript: str) -> str | None:
             args = json.loads(args)
         arguments = {str(k): str(v) for k, v in dict(args).items() if v not in (None, "")}
         said = to_digits(transcript)
-        if name not in _REQUESTS or not re.search(_KEYWORDS[name], said):
+        if name not in _REQUESTS or not all(re.search(pattern, said, re.IGNORECASE)
+                                            for pattern in _KEYWORDS[name]):
             return None
         kept = _grounded(arguments, said)
         return _REQUESTS[name](kept) if kept is not None else None

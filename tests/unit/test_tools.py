@@ -38,6 +38,13 @@ def test_an_invented_name_is_left_out_and_invented_items_dropped() -> None:
 
 
 def test_a_call_the_words_do_not_support_is_not_believed() -> None:
+    # Misheard in noise ("leap" → "late"): the 0.5B set a timer for 1900 minutes.
+    assert request_for(call("set_timer", duration="1900 minutes"), "was 1900 a late year.") is None
+    assert request_for(call("set_alarm", time="19:00"), "Was 1900 a leap year?") is None
+    assert request_for(call("set_alarm", time="7 pm"), "Ring an alarm at 7 pm.") == \
+        "set an alarm for 7 pm"
+    assert request_for(call("set_timer", duration="3 hours"), "Three hours, then tell me.") == \
+        "set a timer for 3 hours"
     assert request_for(call("current_time", what="time"), "How are you today?") is None
     assert request_for(call("set_timer", duration="20 minutes"), "Ten minutes, please.") is None
     assert request_for(call("add_to_list", items="milk"), "Put bread on my list.") is None
@@ -79,5 +86,5 @@ def test_every_tool_has_a_request() -> None:
     names = {tool["function"]["name"] for tool in TOOLS}
     assert all(request_for(call(n, duration="5 minutes", time="5 pm", task="x", action="left",
                                 items="x", expression="5", quantity="5 grams", unit="ounces",
-                                word="x"), "list 5 x remind timer spell time") is not None
+                                word="x"), "list 5 x remind timer spell time alarm") is not None
                for n in names)
