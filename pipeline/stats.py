@@ -60,7 +60,8 @@ class EngineStats:
     asr_batched_jobs: int = 0
     """Jobs that ran in those batches."""
     noisy_ear_replies: int = 0
-    """Replies (speculative ones included) whose turn the noisy-room ear heard."""
+    """Replies (speculative ones included) whose turn the noisy-room ear heard, and
+    Wyoming transcriptions (speculative ones included) it made."""
     holds: int = 0
     """Replies held (gone quiet) at the first sign of the user talking over them."""
     holds_released: int = 0

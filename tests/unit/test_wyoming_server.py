@@ -340,3 +340,38 @@ async def test_voice_after_the_onset_that_never_resumed_the_turn_still_counts() 
         assert short.speculated == 1 and not short.stale
     finally:
         fake.close()
+
+
+async def test_an_utterance_whose_room_is_noisy_is_heard_by_the_noisy_room_ear() -> None:
+    from app.transports.audio import PcmFormat
+    from app.transports.wyoming.service import Listening, ServiceOptions
+    from pipeline.ear import Ear
+    from pipeline.room import Room
+    from pipeline.vad import Endpointer
+    from tests.fakes import TEST_VAD, FakeTranscriber
+
+    class Loud(Room):
+        noisy = True
+
+        def noisy_ear(self, t: float) -> bool:
+            return self.noisy
+
+    fake = fake_engine(["quiet words"], ["x"])
+    noisy = FakeTranscriber("noisy words")
+    fake.engine.noisy_ear = Ear(noisy, fake.engine.asr_worker)
+    try:
+        for loud, heard in ((True, "noisy words"), (False, "quiet words")):
+            listening = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(),
+                                  classify=any_sound)
+            room = Loud()
+            room.noisy = loud
+            listening.endpointer = Endpointer(TEST_VAD, any_sound, room=room)
+            for frame in [VOICE] * 10:
+                listening.push(frame.tobytes())
+            assert await listening.finish() == heard
+        assert fake.engine.stats.noisy_ear_replies == 1
+        no_room = Listening(fake.engine, PcmFormat(rate=16000), ServiceOptions(),
+                            classify=any_sound)  # webrtcvad alone: the one ear
+        assert no_room._ear() is fake.engine.ear
+    finally:
+        fake.close()

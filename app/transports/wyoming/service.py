@@ -35,6 +35,7 @@ from app.transports.wyoming.conversations import Conversations, HandleError
 from app.transports.wyoming.info import ProgramNames, info_event
 from app.transports.wyoming.protocol import Event
 from pipeline.clauses import ClauseSplitter
+from pipeline.ear import Ear
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SilenceOnset
 from pipeline.room import Stream
@@ -117,7 +118,7 @@ class Listening:
         self._run, self.stale = 0, False
         engine = self.engine
         self.speculation = asyncio.create_task(
-            engine.ear.transcribe(audio, priority=Priority.SPECULATIVE))
+            self._ear().transcribe(audio, priority=Priority.SPECULATIVE))
 
     async def finish(self) -> str:
         """The transcript: the speculation's when the audio stayed silent after it, else
@@ -130,9 +131,17 @@ class Listening:
         elif speculation is not None and not speculation.cancelled():
             return (await speculation).strip()
         audio = np.concatenate(self.frames) if self.frames else np.zeros(0, np.int16)
-        engine = self.engine
-        text = await engine.ear.transcribe(audio, priority=Priority.CONFIRMED)
+        text = await self._ear().transcribe(audio, priority=Priority.CONFIRMED)
         return text.strip()
+
+    def _ear(self) -> Ear:
+        """The noisy-room ear where this utterance's room calls for it (the gate's levels:
+        the room while nobody talked, the user's while they did), else the ear."""
+        room, noisy = self.endpointer.room, self.engine.noisy_ear
+        if noisy is not None and room is not None and room.noisy_ear(now()):
+            self.engine.stats.noisy_ear_replies += 1
+            return noisy
+        return self.engine.ear
 
     def cancel(self) -> None:
         if self.speculation is not None:
