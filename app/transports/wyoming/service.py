@@ -116,7 +116,6 @@ class Listening:
         self.cancel()
         self.speculated += 1
         self._run, self.stale = 0, False
-        engine = self.engine
         self.speculation = asyncio.create_task(
             self._ear().transcribe(audio, priority=Priority.SPECULATIVE))
 
