@@ -32,11 +32,13 @@ class AsrOptions:
     """Encoder windows to choose from (seconds); the smallest that holds the audio wins."""
     beam_size: int = 1
     """1 = greedy, fastest; 5 is Whisper's reference setting, ~2x slower on CPU."""
-    noisy_beam_size: int = 5
+    noisy_beam_size: int = 1
     """The noisy-room ear's beam width (models.load: a sturdier Whisper for streams whose
-    room is noisy). Measured on whisper-base, the tuning lines of app/bench/asr_set.txt
-    mixed with the room bench's background talk 15 dB down and pink noise at 10 dB SNR:
-    WER 9.4 → 7.9 % and 6.3 → 5.8 %, 209 → 253 and 217 → 240 ms per utterance (p50)."""
+    room is noisy). Offline, whisper-base with beam 5 heard the ASR set's tuning lines in
+    the room bench's background talk and pink noise a point better (WER 9.4 → 7.9 and 6.3
+    → 5.8 %, 10.8 → 9.7 and 11.5 → 10.5 % on the gate's own turns), but through the whole
+    pipeline each transcription took longer (0.3-1.4 s instead of 0.3-0.7) and TTFA in
+    noise rose by ~200 ms against the clean room, question by question (README)."""
     language: str = "en"
     no_speech_threshold: float = 0.6
     """Above this no-speech probability an utterance with a low-confidence transcript is

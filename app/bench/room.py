@@ -31,7 +31,7 @@ from app.bench.asr import normalise
 from app.bench.latency import Utterance
 from app.bench.room_report import pair_with_clean, report
 from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
-from app.client import Client
+from app.client import ENERGY_DBFS, Client
 from app.process import ServerProcess
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE
 from pipeline.timeline import now
@@ -91,6 +91,9 @@ class Asked:
     """Talk-over: its first sound → the reply's last audible frame at the client (None: the
     reply had ended, or was not interrupted)."""
     ttfa_ms: float | None = None
+    quiet_before_ms: float | None = None
+    """Talk-over: how long the reply had been quiet at the client when it began (a gap
+    between clauses, or its end)."""
     over_reply: bool = True
     """Talk-over: the reply was playing when it began and had more to play than a barge-in
     takes (a one-sentence story can end by itself under it: such a talk-over tests nothing
@@ -196,7 +199,12 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
     await asyncio.sleep(max(0.0, heard + after_s - now()))
     talk = await _say(client, over)
     talk.talk_over = True
-    playing = client.received.audible_between(talk.start - 0.1, talk.start + 0.06)
+    # Playing: heard in the last half second (the talk-over may begin in the pause after a
+    # comma, between two clauses: "Dragon lives by the sea, | with its long legs…").
+    playing = client.received.audible_between(talk.start - 0.5, talk.start + 0.06)
+    last = max((at for at, db in client.received.levels
+                if at < talk.start and db > ENERGY_DBFS), default=None)
+    talk.quiet_before_ms = round((talk.start - last) * 1000, 1) if last is not None else None
     # Its own reply comes next: let it play out before the next question.
     await _until(lambda: client.received.first_audible_after(talk.end + 0.3), 15.0)
     await _quiet(client, 0.7, 25.0)

@@ -41,6 +41,7 @@ def test_a_beam_width_out_of_range_is_a_usage_error_naming_the_flag() -> None:
 def test_the_noisy_room_ears_beam_is_its_own() -> None:
     asr = _settings("--noisy-asr-beam", "3").asr
     assert (asr.beam_size, asr.noisy_beam_size) == (1, 3)
+    assert _settings().asr.noisy_beam_size == 1
 
 
 def test_the_barge_in_and_hold_flags_reach_the_conversation() -> None:
