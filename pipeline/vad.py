@@ -274,7 +274,7 @@ class Endpointer:
         first_voiced = next(f for f, v in window if v)
         pre_roll = list(self._window)[-(self._pre_roll_ms // FRAME_MS) :]
         self._utterance = [f.pcm for f, _ in pre_roll]
-        if self.room is not None and self.room.options.enabled:
+        if self.room is not None:
             self._utterance = self.room.pre_roll(self._utterance)
         self._voiced_frames = self._confirmed_frames = sum(v for _, v in window)
         self._started = first_voiced.t - FRAME_MS / 1000

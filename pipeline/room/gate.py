@@ -93,8 +93,9 @@ class RoomOptions:
     time")."""
     quiet_pre_roll: bool = True
     """A turn's pre-roll (the audio kept from before its start, start_lag_ms included) is
-    the room until its first frame loud enough to start a turn (start_margin_db over the
-    room's peaks): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
+    the room until its first frame as loud as a start must be (start_margin_db over the
+    room's peaks; the frame's full-band level, a little over the gate's own measure above
+    100 Hz): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
     so that Whisper hears the user's words and not the talk in the room before them ("30,
     set a timer…", "What is 15% of 80% of 80%…"). Offline, the gate's own turns of the ASR
     set's tuning lines heard by whisper-base (README, "In a real room")."""

@@ -196,14 +196,20 @@ def test_the_talk_in_the_room_before_a_turn_is_turned_down_in_its_pre_roll(quiet
     assert heard[first_loud:first_loud + 20] == pytest.approx([-20] * 20, abs=1.5)
 
 
-def test_in_a_quiet_room_the_pre_roll_is_left_as_it_came() -> None:
+def test_in_a_quiet_room_a_soft_voice_is_loud_enough_to_keep_the_pre_roll_from() -> None:
+    """A room at -70 dB: a soft first word at -60 is over its line, so the pre-roll is kept
+    from 100 ms before it; only the room's hiss before that is turned down."""
     from pipeline.room.levels import quiet_pre_roll
 
     room, clock = Room(), Clock()
     quiet_room(room, clock)
+    pre_roll = [noise(-70) for _ in range(20)] + [noise(-60) for _ in range(10)]
+    heard = [rms_dbfs(f) for f in room.pre_roll(pre_roll)]
+    assert all(level < -90 for level in heard[:15])  # the hiss, 26 dB down
+    assert heard[15:] == pytest.approx([rms_dbfs(f) for f in pre_roll[15:]], abs=0.01)
     soft = [noise(-60) for _ in range(10)]
-    assert room.pre_roll(soft) is soft or room.pre_roll(soft) == soft
     assert Room().pre_roll(soft) is soft  # a room not yet heard: nothing to tell apart
+    assert Room(RoomOptions(enabled=False)).pre_roll(soft) is soft
     assert quiet_pre_roll(soft, -30.0, 5) is soft  # no frame loud enough
     loud_third = [noise(-60), noise(-60), noise(-20), noise(-60)]
     assert quiet_pre_roll(loud_third, -30.0, 2) is loud_third  # within what is kept
