@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
+from pipeline.skills.soundalike import sounds_like
 from pipeline.skills.speech import ordinal
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -44,6 +45,9 @@ _HOLIDAYS: dict[str, tuple[str, Callable[[int], date]]] = {
     r"thanksgiving(?: day)?": ("Thanksgiving", _thanksgiving),
 }
 _HOLIDAY_PATTERNS = [(re.compile(p), name, day) for p, (name, day) in _HOLIDAYS.items()]
+_HOLIDAY_SAID = {name.lower().replace("st. ", "saint "): (name, day)
+                 for name, day in (v for v in _HOLIDAYS.values())}
+"""How each holiday is said, for one heard wrong in a noisy room ("thanks eating")."""
 
 _MONTH_NAMES = "|".join(_MONTHS)
 _DATE = re.compile(
@@ -83,6 +87,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"(?:how (?:long|many days|many weeks|many sleeps) (?:is it |are there |left )?"
                 rf"(?:until|till|til|to|before) ){_EVENT}"), "until"),
     (re.compile(rf"when is {_EVENT}{_WHEN}"), "when"),
+    # "When is" heard wrong ("well, is thanksgiving this year", "when it …", "well, thanks
+    # given this year": `core` takes the "well"): for a holiday only.
+    (re.compile(rf"(?:when )?(?:(?:is|it|is it) )?{_EVENT} this year"), "holiday_when"),
 ]
 
 
@@ -177,6 +184,8 @@ def _event(said: str, today: date) -> _Event | None:
     for pattern, name, make in _HOLIDAY_PATTERNS:
         if pattern.fullmatch(said):
             return _next(name, make, today)
+    if (near := sounds_like(said, _HOLIDAY_SAID)) is not None:
+        return _next(*_HOLIDAY_SAID[near], today)
     if (m := _DATE.fullmatch(said)) is not None:
         month_name = m["m1"] or m["m2"]
         month, day = _MONTHS.index(month_name) + 1, int(m["d1"] or m["d2"])
@@ -229,6 +238,15 @@ def _when(m: re.Match[str], now: datetime) -> str | None:
     return f"{event.name} is on {say_date(event.day)}, {_in_days(days)}."
 
 
+def _holiday_when(m: re.Match[str], now: datetime) -> str | None:
+    """`_when`, only for a holiday: a misheard "when is" needs what follows to be one."""
+    said = m["event"]
+    if not any(p.fullmatch(said) for p, _, _ in _HOLIDAY_PATTERNS) and \
+            sounds_like(said, _HOLIDAY_SAID) is None:
+        return None
+    return _when(m, now)
+
+
 def _in_days(days: int) -> str:
     return "today" if days == 0 else "tomorrow" if days == 1 else f"in {days} days"
 
@@ -236,4 +254,5 @@ def _in_days(days: int) -> str:
 _REPLIES: dict[str, Callable[[re.Match[str], datetime], str | None]] = {
     "time": _time, "date": _date, "day": _day, "relative": _relative, "year": _year,
     "month": _month, "weekday_of": _weekday_of, "until": _until, "when": _when,
+    "holiday_when": _holiday_when,
 }

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
+from pipeline.skills.soundalike import sounds_like
 from pipeline.skills.speech import say_estimate, say_number
 from pipeline.skills.words import parse_number
 
@@ -42,7 +43,7 @@ _TEMPERATURE = "temperature"
 UNITS = (
     Unit(pint="cup", one="cup", many="cups", measures="volume", said=r"cups?"),
     Unit(pint="tablespoon", one="tablespoon", many="tablespoons", measures="volume",
-         said=r"table ?spoons?|tbsps?"),
+         said=r"tables? ?spoons?|tbsps?"),
     Unit(pint="teaspoon", one="teaspoon", many="teaspoons", measures="volume",
          said=r"tea ?spoons?|tsps?"),
     Unit(pint="milliliter", one="milliliter", many="milliliters", measures="volume",
@@ -110,7 +111,7 @@ def _alternatives(said: str) -> list[str]:
 
 
 _QTY = (r"(?P<n>(?:minus |negative |- ?)?\d+(?:\.\d+)?(?: and (?:a half|a quarter|3 quarters))?"
-        r"|an?|half an?|half|a half|a quarter(?: of an?)?|3 quarters(?: of an?)?)")
+        r"|an?|the|half an?|half|a half|a quarter(?: of an?)?|3 quarters(?: of an?)?)")
 _ASK = re.compile(r"^(?:(?:what(?:'s| is|s)?|how much is|convert|change|turn)\s+)+")
 _FORWARD = re.compile(
     rf"^{_QTY} {_unit_group('src')} "
@@ -120,7 +121,7 @@ _FORWARD = re.compile(
 )
 _BACKWARD = re.compile(
     rf"^how (?:many|much) {_unit_group('dst')} "
-    r"(?:(?:are there|are|is|make|makes|would be|equals?|go) )?(?:(?:in|to|into|is|are) )?"
+    r"(?:(?:are there|are|is|make|makes|would be|equals?|go) )?(?:(?:in|to|into|is|are|of) )?"
     rf"(?:{_QTY} )?{_unit_group('src')}$"
 )
 _GLUED = re.compile(r"(?<=\d)(?=(?:g|kg|mg|km|cm|mm|ml|oz|lbs?|ft|mi|mph|kph|kmh)\b)")
@@ -152,7 +153,8 @@ class ConvertSkill:
         request = " ".join(request.split())
         m = _FORWARD.match(request) or _BACKWARD.match(request)
         if m is None:
-            return None
+            misheard = _misheard(request)
+            return None if misheard is None else SkillReply(text=_reply(*misheard), skill=self.name)
         amount = _amount(m["n"])
         units = _units(m["src"], m["dst"])
         if amount is None or units is None:
@@ -162,7 +164,7 @@ class ConvertSkill:
 
 def _amount(said: str | None) -> float | None:
     """The quantity: "a pound" and "a mile" are one, "half a cup" a half."""
-    if said is None or said in ("a", "an"):
+    if said is None or said in ("a", "an", "the"):
         return 1.0
     if said.startswith(("a quarter", "3 quarters", "half", "a half")):
         return _FRACTION_WORDS[" ".join(said.split()[:2]) if said[0] in "a3" else "half"]
@@ -191,6 +193,73 @@ def _units(src_said: str, dst_said: str) -> tuple[Unit, Unit] | None:
     if dst.pint == "ounce" and src.measures == "volume":
         dst = fluid or dst
     return src, dst
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_SOUNDALIKE_CUTOFF = 0.85
+"""Closer than `soundalike.CUTOFF`: unit names are short ("drums" is 0.8 of "grams")."""
+
+
+_LOOSE_BACKWARD = re.compile(
+    r"^how (?:many|much) (?P<dst>[a-z]+(?: [a-z]+)??) (?:are |is |make |makes )?(?:in|to|into|is|are|of) "
+    r"(?:(?P<n>an?|the|\d+(?:\.\d+)?) )?(?P<src>[a-z]+(?: [a-z]+){0,2})$")
+
+
+def _misheard(request: str) -> tuple[float, Unit, Unit] | None:
+    """`_misheard_forward`, or a backward question with a unit heard wrong ("how many cups
+    are in a court"): the same shape as `_BACKWARD`, each unit said right or sounding like
+    one, both measuring the same thing."""
+    if (m := _LOOSE_BACKWARD.match(request)) is None:
+        return _misheard_forward(request)
+    src = _heard_unit(m["src"])
+    dst = _heard_unit(m["dst"], other=src)
+    amount = _amount(m["n"])
+    if src is None or dst is None or src == dst or src.measures != dst.measures or amount is None:
+        return None
+    return amount, src, dst
+
+
+def _misheard_forward(request: str) -> tuple[float, Unit, Unit] | None:
+    """A forward conversion heard with a word or two wrong, in a noisy room: "timber, 100
+    degrees Fahrenheit, Hector, Celsius" (convert … to …), "convert 100 degrees Fahrenheit
+    to solstice". The shape must hold — at most one word before the number, the first
+    unit right after it, at most one word between the units, the second unit last — and
+    a unit not said right must sound like one (`soundalike`); both must measure the same
+    thing (a mismatch is more likely a mishearing than a request to refuse)."""
+    words = request.split()
+    start = 0 if words and _NUMBER.fullmatch(words[0]) else 1
+    if len(words) < start + 3 or not _NUMBER.fullmatch(words[start]):
+        return None
+    amount, rest = float(words[start]), words[start + 1:]
+    for cut in range(1, min(len(rest), 4)):
+        for gap in (0, 1):
+            said_dst = rest[cut + gap:]
+            if not 0 < len(said_dst) <= 3:
+                continue
+            dst = _heard_unit(" ".join(said_dst))
+            src = _heard_unit(" ".join(rest[:cut]), other=dst)
+            if src is not None and dst is not None and src != dst and src.measures == dst.measures:
+                return amount, src, dst
+    return None
+
+
+@functools.cache
+def _spoken_names() -> tuple[str, ...]:
+    return tuple(name.lower() for unit in UNITS for name in (unit.one, unit.many))
+
+
+def _heard_unit(said: str, other: Unit | None = None) -> Unit | None:
+    """The unit `said` names, or sounds like ("solstice": Celsius; "degrees solstice" too);
+    a bare "degrees" is the temperature scale that is not `other`."""
+    if (unit := _lookup(said)) is not None:
+        return unit
+    if said in ("degree", "degrees"):
+        return _other_scale(other) if other is not None else None
+    bare = said.removeprefix("degrees ").removeprefix("degree ")
+    names = [n.removeprefix("degrees ").removeprefix("degree ") for n in _spoken_names()]
+    near = sounds_like(bare, names,
+                       cutoff=_SOUNDALIKE_CUTOFF)
+    return None if near is None else _lookup(near)
 
 
 def _other_scale(unit: Unit) -> Unit | None:

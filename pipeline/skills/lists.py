@@ -172,6 +172,24 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("clear_notes", re.compile(
         r"^(?:delete|clear|erase|remove|wipe|forget)(?: all)?(?: of)? (?:my|the) notes$")),
 ]
+_MISHEARD = (
+    # "add eggs and flour …" with "add" heard as "and" (and, in a noisy room, "eggs" lost:
+    # "and flour to my shopping list"): a request that starts with "and" and has no verb.
+    re.compile(rf"^and (?!(?:then|go|now|also|so|back)\b)(?P<items>[a-z].*?) (?:to|onto) "
+               rf"{_LIST}(?: please)?$"),
+    # A verb misheard ("click bananas and yogurt on the shopping list" for "put …"): an
+    # imperative that puts things on a list is an add, unless its first word asks,
+    # negates, takes off or names someone.
+    re.compile(
+        r"^(?!(?:is|are|was|were|am|do|does|did|what|what's|whats|which|who|why|how|where|when|"
+        r"can|could|should|would|will|shall|may|might|must|has|have|had|remove|delete|take|"
+        r"cross|strike|scratch|erase|clear|keep|leave|not|never|no|check|read|show|tell|find|"
+        r"any|anything|nothing|there|it|that|this|these|those|i|we|you|they|he|she|my|our|"
+        r"the|if|so|then|and)\b)"
+        rf"[a-z]+ (?P<items>.+?) (?:to|on|onto) {_LIST.replace('our)', 'our|a)')}(?: please)?$"),
+)
+"""Adds heard wrong, tried when nothing else matched: the first on the words as said (before
+`_POLITE` strips an "and"), the second on the request."""
 _SPLIT = re.compile(r"\s*(?:,|\band\b|&)\s*")
 _ARTICLE = re.compile(r"^(?:some|a|an|the|more)\s+")
 NOTES = "notes"
@@ -196,10 +214,14 @@ class ListSkill:
             return None
         if ctx.transcript:  # Whisper's commas separate items: "apples, pears and milk"
             text = normalise(ctx.transcript, commas=True)
+        said = text
         text = _POLITE.sub("", text)
         for intent, pattern in _PATTERNS:
             if m := pattern.match(text):
                 return self._reply(intent, m, ctx.owner)
+        for pattern, words in zip(_MISHEARD, (said, text), strict=True):
+            if m := pattern.match(words):
+                return self._reply("add", m, ctx.owner)
         return None
 
     def _reply(self, intent: str, m: re.Match[str], owner: str) -> SkillReply | None:

@@ -40,10 +40,11 @@ _PCT = r"\s*(?:%|percent|per cent)"
 _TOKEN = re.compile(
     rf"(?:(?P<pct_off>{_NUM}){_PCT}\s+off"
     rf"|(?:an?\s+)?(?P<tip>{_NUM}){_PCT}\s+tip\s+(?:on|for|of)"
-    rf"|(?P<pct_of>{_NUM}){_PCT}\s+of"
+    # "on" and "at" for a quick "of" (Whisper, in a noisy room: "what is 20% on 150").
+    rf"|(?P<pct_of>{_NUM}){_PCT}\s+(?:of|on)"
     r"|(?P<frac_top>an?|\d+)\s+(?P<frac_den>halve?s?|quarters?|\d+(?:st|nd|rd|th)s?)\s+of"
     r"|(?P<half>half)\s+of"
-    r"|(?P<root>(?:the\s+)?(?:square|cube)\s+root\s+of)"
+    r"|(?P<root>(?:the\s+)?(?:square|cube)\s+root\s+(?:of|on|at))"
     rf"|(?:an?\s+)?(?P<num>{_NUM})(?:\s+and\s+(?P<num_frac>a half|a quarter|3 quarters))?"
     r"|point\s+(?P<point>\d+)"
     r"|(?P<plus>plus|\+)"
@@ -99,7 +100,8 @@ class MathSkill:
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _ASK_TAIL.sub("", _ASK.sub("", core(text)))
         request = _follow_up(request, ctx.previous)
-        parsed = _parse(_SYMBOL.sub(r" \1 ", digits(request)).strip())
+        said = _SYMBOL.sub(r" \1 ", digits(request)).strip()
+        parsed = _parse(said) or _misheard_lead(said)
         reply = _reply(parsed) if parsed is not None else None
         return SkillReply(text=reply, skill=self.name) if reply is not None else None
 
@@ -116,6 +118,17 @@ def _follow_up(request: str, previous: str) -> str:
             previous.replace(",", ""))):
         return request
     return _THAT.sub(m[1], request)
+
+
+_LEAD_WORD = re.compile(r"^[a-z']+ (?=\d)")
+
+
+def _misheard_lead(text: str) -> _Sum | None:
+    """A whole sum after one word the ask was misheard as ("calcure 8% on 250" for
+    "calculate 8% of 250"): only when what follows the word starts with a number and is
+    a complete sum on its own."""
+    m = _LEAD_WORD.match(text)
+    return _parse(text[m.end():]) if m is not None else None
 
 
 def _parse(text: str) -> _Sum | None:

@@ -22,7 +22,8 @@ _ASKED = re.compile(
     r"|how to spell|what(?:'s| is) the spelling of|(?:the )?spelling of)"
     rf"(?: the word| the name)? (?P<words>{_WORD}(?: {_WORD})?)"
     rf"|how (?:is|are|do you spell|'s) (?P<spelled>{_WORD}(?: {_WORD})?) (?:spelled|spelt|spelled out)"
-    rf"|(?:can you |could you |please )?spell(?: out)?(?: the word| the name)? (?P<bare>{_WORD})"
+    rf"|(?:can you |could you |please )?spell(?: out)?(?: the word| the name| that word)?"
+    rf" (?P<bare>{_WORD})"
 )
 _NOT_WORDS = frozenset(
     "it that this them those these me you us your my his her their our its something anything "

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pipeline.skills.soundalike import rhymes_with_wake
 from pipeline.skills.when import ClockTime, find_clock
 from pipeline.skills.words import Duration, find_duration
 
@@ -69,7 +70,7 @@ class AskWhen:
 Intent = SetTimer | ListTimers | Remaining | Cancel | AskWhen
 
 GATE = re.compile(
-    r"\b(?:timers?|alarms?|remind|reminders?|wake|get me up|how long|how much|time (?:left|for))\b"
+    r"\b(?:timers?|alarms?|reminds?|reminders?|wake|get me up|how long|how much|time (?:left|for))\b"
 )
 _POLITE = re.compile(
     r"^(?:(?:hey|hi|ok|okay|so|um|uh|please|can you|could you|would you|will you|just|"
@@ -103,8 +104,8 @@ _DAY_WORDS = re.compile(
     r"\s*\b(?:tomorrow|today|tonight|this (?:morning|afternoon|evening)"
     r"|in the (?:morning|afternoon|evening)|at night)\b"
 )
-_REMIND = re.compile(r"\bremind me\b|\b(?:set|create|add|make) (?:a |an )?reminder\b|^reminder\b")
-_TASK = re.compile(r"\b(?:remind me|reminder)(?: (?P<conn>to|about|that|of|for))? (?P<task>.+)$")
+_REMIND = re.compile(r"\breminds? me\b|\b(?:set|create|add|make) (?:a |an )?reminder\b|^reminder\b")
+_TASK = re.compile(r"\b(?:reminds? me|reminder)(?: (?P<conn>to|about|that|of|for))? (?P<task>.+)$")
 _ALARM = re.compile(
     r"\bwake me\b|\bget me up\b|^(?:set|create|make|add|schedule|put|start)\b.{0,20}\balarm\b"
     r"|^alarm\b|\balarm (?:at|for)\b"
@@ -113,6 +114,10 @@ _SET_VERB = re.compile(r"^(?:set|start|create|make|add|put on|put|begin|run|give
 _TIMER_WORD = re.compile(r"\btimers?\b|^(?:set|start) (?:a|an|the) time for\b")
 _TIMER_FIRST = re.compile(r"^(?:a |an |another |new )?timers?\b")
 _TIMER_AFTER = re.compile(r"^\s*timers?\b")
+_MISHEARD_SET = re.compile(
+    r"^(?!(?:is|are|was|what|which|how|my|your|the|no|not|any|that|this)\b)[a-z]+"
+    r" (?:a |an |the )?timers? for\b")
+"""One word, then "timer for": the "set a" heard wrong ("center timer for 10 minutes")."""
 _NAME_AFTER = re.compile(
     r"\b(?:timer|alarm|reminder) (?:for|called|named|labell?ed|about|to) (?:the |my |a |an |some )?"
     r"(?P<name>[a-z' ]+?)$"
@@ -125,6 +130,19 @@ _NOT_NAMES = frozenset(
 _LEAD_IN = ("in ", "for ", "after ", "of ", "at ", "by ", "about ")
 _POV = {"my": "your", "me": "you", "i": "you", "i'm": "you're", "myself": "yourself",
         "mine": "yours", "i've": "you've", "i'll": "you'll", "am": "are", "we": "you", "our": "your"}
+
+
+_WAKE_LIKE = re.compile(r"^(?P<verb>[a-z]+)(?= me up (?:at|for|in|by) )")
+
+
+def wake_misheard(text: str) -> str:
+    """"Wait me up at a quarter past six" (a noisy room's "wake"): a word on the vowel of
+    "wake" before "me up at …" is "wake" (`soundalike.rhymes_with_wake`); "pick me up
+    at six" is not."""
+    m = _WAKE_LIKE.match(text)
+    if m is None or m["verb"] == "wake" or not rhymes_with_wake(m["verb"]):
+        return text
+    return "wake" + text[m.end():]
 
 
 def parse(digits: str) -> Intent | None:
@@ -206,7 +224,7 @@ def _reminder(text: str) -> Intent | None:
     duration, clock = _when(text)
     if duration is None and clock is None:
         # "remind me to call mom" needs a time; "remind me what you said" is not for us.
-        asks = re.search(r"\bremind me to\b|\breminder\b", text)
+        asks = re.search(r"\breminds? me to\b|\breminder\b", text)
         return AskWhen(kind="reminder") if asks else None
     rest = _DAY_WORDS.sub("", _cut(text, duration or clock))
     task, conn = "", "to"
@@ -236,7 +254,8 @@ def _alarm(text: str) -> Intent | None:
 
 def _timer(text: str) -> Intent | None:
     duration = find_duration(text)
-    said_as_command = bool(_SET_VERB.match(text) or _TIMER_FIRST.match(text))
+    said_as_command = bool(_SET_VERB.match(text) or _TIMER_FIRST.match(text)
+                           or (duration is not None and _MISHEARD_SET.match(text)))
     if duration is not None and not said_as_command:
         # "10 minute timer", "a 15 minute timer please": the duration leads, "timer" follows.
         lead = text[: duration.start].strip()

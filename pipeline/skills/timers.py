@@ -28,6 +28,7 @@ from pipeline.skills.timer_phrases import (
     Target,
     parse,
     point_of_view,
+    wake_misheard,
 )
 from pipeline.skills.when import fix_meridiem, next_occurrence, say_clock, say_day
 from pipeline.skills.words import article_for, join_words, say_duration, say_remaining, to_digits
@@ -200,6 +201,7 @@ class TimerSkill:
         self._timers = timers
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        text = wake_misheard(text)
         if not GATE.search(text):
             return None
         intent = parse(fix_meridiem(to_digits(text)))
