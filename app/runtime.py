@@ -136,7 +136,7 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
                 if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
     make_room = room_factory(settings.conversation.room, denoiser=options.denoiser)
-    skills, store = _skills(options.data_dir) if options.skills else (None, None)
+    skills, store = stateless_skills(options.data_dir) if options.skills else (None, None)
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
                     tts_cache=options.tts_cache, reply_cache=options.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
@@ -150,7 +150,7 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
     return engine, located
 
 
-def _skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
+def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from pipeline.skills.clock import ClockSkill

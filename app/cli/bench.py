@@ -1,5 +1,5 @@
 """`apace bench`: its flags and which bench they run (latency, --quality, --room, --asr,
---sessions).
+--misheard, --sessions).
 
 The benches themselves live in app/bench; they are imported only when run.
 """
@@ -19,6 +19,8 @@ def command(args: argparse.Namespace) -> int:
 
     if args.asr:
         return _bench_asr(args)
+    if args.misheard:
+        return _bench_misheard(args)
     if args.quality:
         return _bench_quality(args)
     if args.room is not None:
@@ -124,6 +126,19 @@ def _bench_asr(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_misheard(args: argparse.Namespace) -> int:
+    """`apace bench --misheard`: requests heard in noise, and whether they reach their skill."""
+    from pathlib import Path
+
+    from app.bench.misheard import bench_misheard
+
+    try:
+        bench_misheard(Path(args.out), rounds=args.rounds)
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(str(error)) from None
+    return 0
+
+
 def bench_flags(bench: argparse.ArgumentParser) -> None:
     """`apace bench`'s flags (the parser's `run` is set by app.cli)."""
     bench.add_argument("--url", help="bench a running server instead of starting one")
@@ -149,6 +164,10 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--asr", action="store_true",
                        help="word error rate and ASR time per Whisper tier, vocabulary bias"
                        " off and on, on the shipped spoken set (asr.json/.png)")
+    bench.add_argument("--misheard", action="store_true",
+                       help="speak the ASR set and the held-out routing set in background talk"
+                       " and pink noise, hear them with the noisy-room ear, and count how many"
+                       " still reach the skill that answers them (misheard.json)")
     bench.add_argument("--asr-tiers", metavar="NAME=DIR,...",
                        help="with --asr: the Whisper folders to compare (default: every"
                        " tier on this box)")
