@@ -326,22 +326,30 @@ class Conversation:
 
     def _check_barge_in(self) -> None:
         """Per frame: the user's confirmed speech over a playing reply holds it at hold_ms
-        and interrupts it at barge_in_ms; held speech that stops lets the reply go on."""
+        (counted from before the turn starts) and interrupts it at barge_in_ms; held speech
+        that stops lets the reply go on."""
         reply, vad = self._reply, self.endpointer
         playing = reply is not None and not reply.speculative and self.busy
-        if self.speaker.held and not (playing and vad.speaking and (
-                not vad.pausing or vad.silent_ms < self.options.hold_release_ms)):
+        if self.speaker.held and not (playing and self._still_talking()):
             self.speaker.release()  # a cough, a word to someone else: the reply goes on
             self.stats.holds_released += 1
             log.debug("reply released after %d ms of confirmed speech", vad.confirmed_ms)
-        if reply is None or not playing or not vad.speaking:
+        if reply is None or not playing:
             return
-        if vad.confirmed_ms >= self.options.barge_in_ms:
+        if vad.speaking and vad.confirmed_ms >= self.options.barge_in_ms:
             self._barge_in(reply, "speech")
         elif (self.options.hold_ms is not None and not self.speaker.held and not vad.pausing
-              and vad.confirmed_ms >= self.options.hold_ms):
+              and max(vad.confirmed_ms, vad.starting_ms) >= self.options.hold_ms):
             self.speaker.hold()
             self.stats.holds += 1
+
+    def _still_talking(self) -> bool:
+        """Whoever made us hold the reply is still speaking (or paused less than
+        hold_release_ms), whether or not their turn has started."""
+        vad, release = self.endpointer, self.options.hold_release_ms
+        if not vad.speaking:
+            return vad.starting_ms > 0 and vad.idle_quiet_ms < release
+        return not vad.pausing or vad.silent_ms < release
 
     def _barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1

@@ -144,6 +144,27 @@ class Endpointer:
         return self._confirmed_frames * FRAME_MS
 
     @property
+    def starting_ms(self) -> int:
+        """Before a turn starts: the confirmed audio in the start window (a turn may be
+        about to start: over a playing reply, a barge-in's first sign); 0 once it starts."""
+        if self._state is not _State.IDLE:
+            return 0
+        window = list(self._window)[-(self.options.start_window_ms // FRAME_MS):]
+        return sum(v for _, v in window) * FRAME_MS
+
+    @property
+    def idle_quiet_ms(self) -> int:
+        """Before a turn starts: how long since the last confirmed frame (0 once it starts)."""
+        if self._state is not _State.IDLE:
+            return 0
+        quiet = 0
+        for _, confirmed in reversed(self._window):
+            if confirmed:
+                break
+            quiet += FRAME_MS
+        return quiet
+
+    @property
     def silent_ms(self) -> int:
         """Silence since the last voiced frame of the current utterance (0 while voiced)."""
         return self._silent_ms

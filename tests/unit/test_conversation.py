@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
+from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 from tests.fakes import (
     ENDPOINT_FRAMES,
@@ -492,3 +494,31 @@ async def test_the_prefill_between_turns_reads_what_the_next_reply_reads(
     for turn in range(1, 7):
         assert responder.histories[turn] == responder.prefills[turn - 1][0]
     assert max(len(history) for history, _ in responder.prefills) == 8  # 4 exchanges
+
+
+async def test_speech_over_a_reply_holds_it_before_the_turn_starts_and_a_blip_releases_it(
+    workers: Workers,
+) -> None:
+    transcriber = FakeTranscriber("tell me")
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
+    # A turn starts on 100 ms of speech in a 200 ms window (the product's default).
+    conv.endpointer = Endpointer(replace(TEST_VAD, start_ms=100, start_window_ms=200,
+                                         pre_roll_ms=200), classify=any_sound)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        mic.play(5)
+        await mic.send(True, 3, play=True)  # 60 ms: not yet
+        assert not conv.speaker.held
+        await mic.send(True, 1, play=True)  # 80 ms in the start window: held, no turn yet
+        assert conv.speaker.held and not conv.endpointer.speaking
+        assert mic.played_samples == 8 * FRAME_SAMPLES
+        await mic.send(False, 9, play=True)  # 180 ms quiet: still held
+        assert conv.speaker.held
+        await mic.send(False, 1, play=True)  # 200 ms: the reply goes on, nothing dropped
+        assert not conv.speaker.held
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
+    assert conv.barge_ins == 0 and len(transcriber.calls) == 1
+    assert (conv.stats.holds, conv.stats.holds_released) == (1, 1)
