@@ -1,7 +1,7 @@
 """Skills hear a request the recognizer got a word of wrong in a noisy room, in its slot only.
 
-The misheard transcripts are the ones Whisper wrote in `apace bench --room` runs (talk and
-pink noise); the near misses are what must still go to the LLM.
+The misheard transcripts are ones Whisper wrote in `apace bench --room` and `--misheard`
+runs (talk and pink noise) of the ASR set; the near misses are what must still go to the LLM.
 """
 
 from __future__ import annotations
