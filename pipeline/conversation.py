@@ -344,12 +344,11 @@ class Conversation:
             self.stats.holds += 1
 
     def _still_talking(self) -> bool:
-        """Whoever made us hold the reply is still speaking (or paused less than
-        hold_release_ms), whether or not their turn has started."""
-        vad, release = self.endpointer, self.options.hold_release_ms
-        if not vad.speaking:
-            return vad.starting_ms > 0 and vad.idle_quiet_ms < release
-        return not vad.pausing or vad.silent_ms < release
+        """Whoever made us hold the reply is still talking: the gate confirmed them less
+        than hold_release_ms ago, whether or not their turn has started (a turn's pause
+        counts only what is confirmed: over our echo and background talk, a user's words
+        are confirmed in runs, with frames the gate doubts between them)."""
+        return self.endpointer.since_confirmed_ms < self.options.hold_release_ms
 
     def _barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1

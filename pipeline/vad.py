@@ -125,6 +125,7 @@ class Endpointer:
         self._state = _State.IDLE
         self._utterance: list[Pcm] = []
         self._level = -120.0
+        self._since_confirmed = 1 << 30
         self._reset()
 
     @property
@@ -153,16 +154,10 @@ class Endpointer:
         return sum(v for _, v in window) * FRAME_MS
 
     @property
-    def idle_quiet_ms(self) -> int:
-        """Before a turn starts: how long since the last confirmed frame (0 once it starts)."""
-        if self._state is not _State.IDLE:
-            return 0
-        quiet = 0
-        for _, confirmed in reversed(self._window):
-            if confirmed:
-                break
-            quiet += FRAME_MS
-        return quiet
+    def since_confirmed_ms(self) -> int:
+        """How long since the last confirmed frame, in a turn or before one: voice the
+        gate doubts (our echo under a word, the room) does not count."""
+        return self._since_confirmed
 
     @property
     def silent_ms(self) -> int:
@@ -227,6 +222,7 @@ class Endpointer:
         barge-in, `resumes` (default: `confirmed`) resumes one after its silence onset."""
         confirmed = voiced if confirmed is None else confirmed
         resumes = confirmed if resumes is None else resumes
+        self._since_confirmed = 0 if confirmed else self._since_confirmed + FRAME_MS
         if self._state is _State.IDLE:
             return self._idle(frame, confirmed)
         self._utterance.append(frame.pcm)

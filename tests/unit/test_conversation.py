@@ -522,3 +522,31 @@ async def test_speech_over_a_reply_holds_it_before_the_turn_starts_and_a_blip_re
     assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
     assert conv.barge_ins == 0 and len(transcriber.calls) == 1
     assert (conv.stats.holds, conv.stats.holds_released) == (1, 1)
+
+
+async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
+    workers: Workers,
+) -> None:
+    """Over our echo and background talk a user's words are confirmed in short runs with
+    frames the gate takes for the echo between them: the turn pauses, and a frame or two
+    of confirmed speech does not resume it. The hold lasts while confirmed speech keeps
+    coming (it counted the pause's silence, and let the reply go on mid-talk-over), and
+    the barge-in follows."""
+    models = workers.models(FakeTranscriber("tell me", "stop"), FakeResponder(REPLY),
+                            FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        conv.options = replace(conv.options, vad=replace(TEST_VAD, endpoint_ms=600))
+        await mic.send(True, 4, play=True)  # 80 ms confirmed: held
+        assert conv.speaker.held
+        played = mic.played_samples
+        for _ in range(4):  # 80 ms taken for echo (the turn pauses), one confirmed frame
+            await mic.send(False, 4, play=True)
+            await mic.send(True, 1, play=True)  # too short to resume the turn
+            assert conv.speaker.held, "released while the user was still talking"
+        assert conv.endpointer.pausing and conv.barge_ins == 0 and mic.played_samples == played
+        await mic.send(True, 4, play=True)  # 200 ms confirmed in all: the barge-in
+        assert conv.barge_ins == 1
+    assert conv.stats.holds_released == 0
