@@ -14,7 +14,9 @@ from datetime import datetime, timedelta
 _MERIDIEM = re.compile(r"(?<=\d) ?([ap])\.? ?m\b\.?")
 _CLOCK = re.compile(
     r"(?<![\w.:])(?:"
-    r"(?P<rel>half|quarter|(?P<mins>\d{1,2})(?: minutes?)?) (?P<dir>past|after|to) (?P<h2>\d{1,2})"
+    # "pass": Whisper's "past" before a number ("a quarter pass six").
+    r"(?P<rel>half|quarter|(?P<mins>\d{1,2})(?: minutes?)?) (?P<dir>past|pass|after|to),?"
+    r" (?P<h2>\d{1,2})"
     r"(?: ?(?P<mer2>am|pm)\b)?"
     r"|(?P<h>\d{1,2})(?::(?P<m>\d{2})| (?P<m2>[0-5]\d)\b| oh (?P<m3>\d)\b)?"
     r"(?: ?o'? ?clock)?(?: ?(?P<mer>am|pm)\b)?"

@@ -96,6 +96,7 @@ def test_an_imperative_that_puts_things_on_the_list_is_an_add() -> None:
 @pytest.mark.parametrize(("transcript", "alarm"), [
     ("Wait me up at a quarter past six.", "Alarm set for 6:15 AM tomorrow."),
     ("Plate me up at seven.", "Alarm set for 7 AM tomorrow."),
+    ("Wake me up at a quarter pass, six.", "Alarm set for 6:15 AM tomorrow."),
 ])
 def test_a_misheard_wake_me_up_sets_the_alarm(transcript: str, alarm: str) -> None:
     timers = Timers()
