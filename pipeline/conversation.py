@@ -339,9 +339,15 @@ class Conversation:
         if vad.speaking and vad.confirmed_ms >= self.options.barge_in_ms:
             self._barge_in(reply, "speech")
         elif (self.options.hold_ms is not None and not self.speaker.held and not vad.pausing
-              and max(vad.confirmed_ms, vad.starting_ms) >= self.options.hold_ms):
+              and max(vad.confirmed_ms, self._starting_ms()) >= self.options.hold_ms):
             self.speaker.hold()
             self.stats.holds += 1
+
+    def _starting_ms(self) -> int:
+        """Confirmed speech before a turn has started, where it counts toward a hold: in a
+        quiet room (our echo aside). In talk or noise a hold waits for the turn to start."""
+        noisy = self.room is not None and self.room.noisy.noisy
+        return 0 if noisy else self.endpointer.starting_ms
 
     def _still_talking(self) -> bool:
         """Whoever made us hold the reply is still talking: the gate confirmed them less

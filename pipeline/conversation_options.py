@@ -25,10 +25,11 @@ class ConversationOptions:
     """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
     dropped): a barge-in's first sign, so the reply goes quiet before one is decided — on
     the room bench the reply stopped ~400 ms after the user's first sound with barge_in_ms
-    alone. It counts from before the turn starts (the endpointer's start window): over our
-    own echo the gate takes a few of a soft first word's frames for the echo, and the
-    turn's start waited for them (a hold at 120 ms of the turn came 160-240 ms after the
-    first confirmed frame; from the window, 60-80 ms after it). Speech that stops short
+    alone. In a quiet room it counts from before the turn starts (the endpointer's start
+    window): over our own echo the gate takes a few of a soft first word's frames for the
+    echo, and the turn's start waited for them (a hold at 120 ms of the turn came 160-240
+    ms after the first confirmed frame; from the window, 60-80 ms after it). In talk or
+    noise (the room gate's noisy-room verdict) it waits for the turn to start. Speech that stops short
     of barge_in_ms (a cough, a word to someone else) lets the reply go on from the frame
     it stopped at, `hold_release_ms` later (LiveKit Agents resumes a "false interruption"
     the same way). Background talk in bursts was confirmed for <= 100 ms. None: off."""

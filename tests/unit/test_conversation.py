@@ -17,6 +17,7 @@ import pytest
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
+from pipeline.room import Room
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
     ASR_FINAL,
@@ -550,3 +551,21 @@ async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
         await mic.send(True, 4, play=True)  # 200 ms confirmed in all: the barge-in
         assert conv.barge_ins == 1
     assert conv.stats.holds_released == 0
+
+
+async def test_in_a_noisy_room_the_hold_waits_for_the_turn_to_start(workers: Workers) -> None:
+    """In talk or noise a burst of the room can pass for a word's start: only a started
+    turn's confirmed speech holds the reply there."""
+    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
+    conv.endpointer = Endpointer(replace(TEST_VAD, start_ms=100, start_window_ms=200,
+                                         pre_roll_ms=200), classify=any_sound)
+    conv.room = Room()
+    conv.room.noisy.noisy = True  # the gate's verdict: a noisy room
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 4, play=True)  # 80 ms in the start window: no hold in noise
+        assert not conv.speaker.held and not conv.endpointer.speaking
+        await mic.send(True, 1, play=True)  # the turn starts (100 ms confirmed): held
+        assert conv.endpointer.speaking and conv.speaker.held
