@@ -133,19 +133,25 @@ _OPENING = '{"name"'
 _FENCE = "```json"
 
 
+_MARKERS = re.compile(r"(?:\s|`|json\b|<tool_call>|\{)+", re.IGNORECASE)
+"""What may come before a call's key: a Markdown fence (its backticks may be dropped, or
+spaced: "``` json"), the `<tool_call>` tag, one or two braces."""
+
+
 def may_be_call(text: str) -> bool:
     """True while the reply so far could still be a tool call (the template asks for
     `<tool_call>` then JSON; the tags are special tokens and may be dropped from text;
-    some models double the opening brace, or put the JSON in a Markdown code block: the
-    1.5B once said 'json "name": "set timer",' aloud)."""
+    some models double the opening brace, pretty-print it, or put the JSON in a Markdown
+    code block: the 1.5B once said 'json "name": "set timer",' aloud, the 0.5B "json name:
+    set timer," twice). After such a marker an unquoted `name` key is a call too (not
+    JSON: it is never run, the turn is answered in words instead)."""
     start = text.lstrip()
-    if _FENCE.startswith(start) or "json".startswith(start):
+    if any(marker.startswith(start) for marker in (_FENCE, "json", "<tool_call>")):
         return True  # (also "```", "`" and "js": a fence may be coming)
-    for fence in (_FENCE, "```", "json"):  # the backticks may come as tokens dropped
-        if start.startswith(fence):
-            start = start.removeprefix(fence).lstrip()
-            break
-    # Pretty-printed JSON puts a line break after the brace: '{\n  "name": …' (the 0.5B
-    # said "json name: set timer," aloud).
-    start = start.removeprefix("<tool_call>").lstrip().lstrip("{").lstrip()
-    return _OPENING[1:].startswith(start[: len(_OPENING) - 1]) if start else True
+    marked = _MARKERS.match(start)
+    rest = start[marked.end():] if marked else start
+    if not rest or (marked and any(m.startswith(rest) for m in ("json", "<tool_call>"))):
+        return True  # nothing but markers yet, or one coming ("``` js")
+    if rest.startswith('"') or not marked:
+        return _OPENING[1:].startswith(rest[: len(_OPENING) - 1])
+    return "name".startswith(rest[:4]) and (len(rest) <= 4 or rest[4] in "\"': ")

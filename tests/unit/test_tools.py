@@ -88,3 +88,22 @@ def test_every_tool_has_a_request() -> None:
                                 items="x", expression="5", quantity="5 grams", unit="ounces",
                                 word="x"), "list 5 x remind timer spell time alarm") is not None
                for n in names)
+
+
+@pytest.mark.parametrize("text", [
+    "json\nname: set_timer\narguments: duration: 20 minutes",
+    '``` json\n{"name": "set_timer", "arguments": {"duration": "20 minutes"}}',
+    '```\njson\n{name: "set_timer", arguments: {duration: "20 minutes"}}',
+])
+def test_a_call_written_loosely_is_held_and_never_said(text: str) -> None:
+    """The 0.5B said "json name: set timer," aloud: whatever follows the marker, a `name`
+    key is held; one that is not JSON is not run (the turn is answered in words)."""
+    assert all(may_be_call(text[:n]) for n in range(1, len(text) + 1))
+    request = request_for(text, "Could you wake me up in 20 minutes?")
+    assert request is None or request == "set a timer for 20 minutes"
+
+
+def test_a_reply_that_merely_starts_like_a_marker_is_not_held() -> None:
+    for text in ("Names of the planets", "``` The answer", "```python", "json is a format",
+                 "{The set"):
+        assert not may_be_call(text), text
