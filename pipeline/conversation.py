@@ -326,34 +326,27 @@ class Conversation:
 
     def _check_barge_in(self) -> None:
         """Per frame: the user's confirmed speech over a playing reply holds it at hold_ms
-        (counted from before the turn starts) and interrupts it at barge_in_ms; held speech
-        that stops lets the reply go on."""
+        and interrupts it at barge_in_ms; held speech that stops lets the reply go on."""
         reply, vad = self._reply, self.endpointer
         playing = reply is not None and not reply.speculative and self.busy
         if self.speaker.held and not (playing and self._still_talking()):
             self.speaker.release()  # a cough, a word to someone else: the reply goes on
             self.stats.holds_released += 1
             log.debug("reply released after %d ms of confirmed speech", vad.confirmed_ms)
-        if reply is None or not playing:
+        if reply is None or not playing or not vad.speaking:
             return
-        if vad.speaking and vad.confirmed_ms >= self.options.barge_in_ms:
+        if vad.confirmed_ms >= self.options.barge_in_ms:
             self._barge_in(reply, "speech")
         elif (self.options.hold_ms is not None and not self.speaker.held and not vad.pausing
-              and max(vad.confirmed_ms, self._starting_ms()) >= self.options.hold_ms):
+              and vad.confirmed_ms >= self.options.hold_ms):
             self.speaker.hold()
             self.stats.holds += 1
 
-    def _starting_ms(self) -> int:
-        """Confirmed speech before a turn has started, where it counts toward a hold: in a
-        quiet room (our echo aside). In talk or noise a hold waits for the turn to start."""
-        noisy = self.room is not None and self.room.noisy.noisy
-        return 0 if noisy else self.endpointer.starting_ms
-
     def _still_talking(self) -> bool:
         """Whoever made us hold the reply is still talking: the gate confirmed them less
-        than hold_release_ms ago, whether or not their turn has started (a turn's pause
-        counts only what is confirmed: over our echo and background talk, a user's words
-        are confirmed in runs, with frames the gate doubts between them)."""
+        than hold_release_ms ago (a turn's pause counts only what is confirmed: over our
+        echo and background talk, a user's words are confirmed in runs, with frames the
+        gate doubts between them, that do not resume the turn)."""
         return self.endpointer.since_confirmed_ms < self.options.hold_release_ms
 
     def _barge_in(self, reply: Reply, reason: str) -> None:

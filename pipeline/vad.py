@@ -145,15 +145,6 @@ class Endpointer:
         return self._confirmed_frames * FRAME_MS
 
     @property
-    def starting_ms(self) -> int:
-        """Before a turn starts: the confirmed audio in the start window (a turn may be
-        about to start: over a playing reply, a barge-in's first sign); 0 once it starts."""
-        if self._state is not _State.IDLE:
-            return 0
-        window = list(self._window)[-(self.options.start_window_ms // FRAME_MS):]
-        return sum(v for _, v in window) * FRAME_MS
-
-    @property
     def since_confirmed_ms(self) -> int:
         """How long since the last confirmed frame, in a turn or before one: voice the
         gate doubts (our echo under a word, the room) does not count."""

@@ -131,9 +131,9 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
                        help="confirmed speech over a reply that interrupts it"
                        " (default %(default)s)")
     group.add_argument("--hold-ms", metavar="MS|off", default=str(ConversationOptions().hold_ms),
-                       help="confirmed speech over a reply (counted from before the turn"
-                       " starts) that holds it quiet until the barge-in is decided; it goes"
-                       " on if the speech stops (default %(default)s)")
+                       help="confirmed speech over a reply that holds it quiet until the"
+                       " barge-in is decided; it goes on if the speech stops (default"
+                       " %(default)s)")
     group.add_argument("--llm-gpu-layers", type=int, default=0,
                        help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")

@@ -46,14 +46,14 @@ def test_the_noisy_room_ears_beam_is_its_own() -> None:
 
 def test_the_barge_in_and_hold_flags_reach_the_conversation() -> None:
     conversation = _settings().conversation
-    assert (conversation.barge_in_ms, conversation.hold_ms) == (200, 80)
+    assert (conversation.barge_in_ms, conversation.hold_ms) == (200, 120)
     conversation = _settings("--barge-in-ms", "300", "--hold-ms", "off").conversation
     assert (conversation.barge_in_ms, conversation.hold_ms) == (300, None)
     assert _settings("--hold-ms", "100").conversation.hold_ms == 100
 
 
 @pytest.mark.parametrize("flags", [("--hold-ms", "200"), ("--hold-ms", "soon"),
-                                   ("--barge-in-ms", "80"), ("--barge-in-ms", "-5")])
+                                   ("--barge-in-ms", "100"), ("--barge-in-ms", "-5")])
 def test_a_hold_that_is_not_before_the_barge_in_is_a_usage_error(flags: tuple[str, str]) -> None:
     with pytest.raises(UsageError, match="--hold-ms"):
         _settings(*flags)

@@ -17,7 +17,6 @@ import pytest
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
-from pipeline.room import Room
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
     ASR_FINAL,
@@ -27,7 +26,6 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
-from pipeline.vad import Endpointer
 from pipeline.workers import Priority
 from tests.fakes import (
     ENDPOINT_FRAMES,
@@ -497,33 +495,6 @@ async def test_the_prefill_between_turns_reads_what_the_next_reply_reads(
     assert max(len(history) for history, _ in responder.prefills) == 8  # 4 exchanges
 
 
-async def test_speech_over_a_reply_holds_it_before_the_turn_starts_and_a_blip_releases_it(
-    workers: Workers,
-) -> None:
-    transcriber = FakeTranscriber("tell me")
-    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
-    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
-    # A turn starts on 100 ms of speech in a 200 ms window (the product's default).
-    conv.endpointer = Endpointer(replace(TEST_VAD, start_ms=100, start_window_ms=200,
-                                         pre_roll_ms=200), classify=any_sound)
-    async with Mic(conv) as mic:
-        await mic.say()
-        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
-        mic.play(5)
-        await mic.send(True, 3, play=True)  # 60 ms: not yet
-        assert not conv.speaker.held
-        await mic.send(True, 1, play=True)  # 80 ms in the start window: held, no turn yet
-        assert conv.speaker.held and not conv.endpointer.speaking
-        assert mic.played_samples == 8 * FRAME_SAMPLES
-        await mic.send(False, 9, play=True)  # 180 ms quiet: still held
-        assert conv.speaker.held
-        await mic.send(False, 1, play=True)  # 200 ms: the reply goes on, nothing dropped
-        assert not conv.speaker.held
-        await mic.play_until(lambda: len(conv.turns) == 1)
-    assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
-    assert conv.barge_ins == 0 and len(transcriber.calls) == 1
-    assert (conv.stats.holds, conv.stats.holds_released) == (1, 1)
-
 
 async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
     workers: Workers,
@@ -552,20 +523,3 @@ async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
         assert conv.barge_ins == 1
     assert conv.stats.holds_released == 0
 
-
-async def test_in_a_noisy_room_the_hold_waits_for_the_turn_to_start(workers: Workers) -> None:
-    """In talk or noise a burst of the room can pass for a word's start: only a started
-    turn's confirmed speech holds the reply there."""
-    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
-    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
-    conv.endpointer = Endpointer(replace(TEST_VAD, start_ms=100, start_window_ms=200,
-                                         pre_roll_ms=200), classify=any_sound)
-    conv.room = Room()
-    conv.room.noisy.noisy = True  # the gate's verdict: a noisy room
-    async with Mic(conv) as mic:
-        await mic.say()
-        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
-        await mic.send(True, 4, play=True)  # 80 ms in the start window: no hold in noise
-        assert not conv.speaker.held and not conv.endpointer.speaking
-        await mic.send(True, 1, play=True)  # the turn starts (100 ms confirmed): held
-        assert conv.endpointer.speaking and conv.speaker.held
