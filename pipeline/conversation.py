@@ -343,11 +343,14 @@ class Conversation:
             self.stats.holds += 1
 
     def _still_talking(self) -> bool:
-        """Whoever made us hold the reply is still talking: the gate confirmed them less
-        than hold_release_ms ago (a turn's pause counts only what is confirmed: over our
-        echo and background talk, a user's words are confirmed in runs, with frames the
-        gate doubts between them, that do not resume the turn)."""
-        return self.endpointer.since_confirmed_ms < self.options.hold_release_ms
+        """Whoever made us hold the reply is still talking: their turn goes on, or it has
+        paused for less than hold_release_ms — or the gate confirmed them less than that
+        ago (over our echo and background talk a user's words come in short confirmed runs
+        that do not resume the turn's pause)."""
+        vad, release = self.endpointer, self.options.hold_release_ms
+        if vad.speaking and (not vad.pausing or vad.silent_ms < release):
+            return True
+        return vad.since_confirmed_ms < release
 
     def _barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1

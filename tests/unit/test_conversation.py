@@ -523,3 +523,26 @@ async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
         assert conv.barge_ins == 1
     assert conv.stats.holds_released == 0
 
+
+
+async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
+    workers: Workers,
+) -> None:
+    """Voice the gate doubts but that keeps the turn going (a word under our echo) keeps
+    the hold: only a pause, or nothing confirmed, for hold_release_ms lets the reply go on."""
+    models = workers.models(FakeTranscriber("tell me", "stop"), FakeResponder(REPLY),
+                            FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
+    gate = DoubtfulGate(TEST_VAD, classify=any_sound)
+    conv.endpointer = gate
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 4, play=True)  # held
+        gate.doubt = True
+        await mic.send(True, 15, play=True)  # 300 ms voiced, none of it confirmed
+        assert conv.speaker.held and conv.endpointer.speaking and not conv.endpointer.pausing
+        gate.doubt = False
+        await mic.send(False, 10, play=True)  # then a pause: the reply goes on
+        assert not conv.speaker.held
+    assert conv.stats.holds_released == 1
