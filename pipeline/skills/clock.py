@@ -46,7 +46,7 @@ _HOLIDAYS: dict[str, tuple[str, Callable[[int], date]]] = {
 }
 _HOLIDAY_PATTERNS = [(re.compile(p), name, day) for p, (name, day) in _HOLIDAYS.items()]
 _HOLIDAY_SAID = {name.lower().replace("st. ", "saint "): (name, day)
-                 for name, day in (v for v in _HOLIDAYS.values())}
+                 for name, day in _HOLIDAYS.values()}
 """How each holiday is said, for one heard wrong in a noisy room ("thanks eating")."""
 
 _MONTH_NAMES = "|".join(_MONTHS)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
-from pipeline.skills.soundalike import sounds_like
+from pipeline.skills.soundalike import sound_key, sounds_like
 from pipeline.skills.speech import say_estimate, say_number
 from pipeline.skills.words import parse_number
 
@@ -145,8 +145,11 @@ class ConvertSkill:
     name = "convert"
 
     def warm(self) -> None:
-        """Load pint's registry now rather than on the first conversion."""
+        """Load pint's registry (and the units' sound keys) now rather than on the first
+        conversion."""
         registry()
+        for name in _spoken_names():
+            sound_key(name)
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _GLUED.sub(" ", digits(_ASK.sub("", core(text))).replace("°", " degrees "))
@@ -245,9 +248,12 @@ def _misheard_forward(request: str) -> tuple[float, Unit, Unit] | None:
 
 @functools.cache
 def _spoken_names() -> tuple[str, ...]:
-    return tuple(name.lower() for unit in UNITS for name in (unit.one, unit.many))
+    """Every unit's singular and plural, a temperature's without "degree(s)"."""
+    names = (name.lower() for unit in UNITS for name in (unit.one, unit.many))
+    return tuple(dict.fromkeys(n.removeprefix("degrees ").removeprefix("degree ") for n in names))
 
 
+@functools.lru_cache(maxsize=1024)
 def _heard_unit(said: str, other: Unit | None = None) -> Unit | None:
     """The unit `said` names, or sounds like ("solstice": Celsius; "degrees solstice" too);
     a bare "degrees" is the temperature scale that is not `other`."""
@@ -256,9 +262,7 @@ def _heard_unit(said: str, other: Unit | None = None) -> Unit | None:
     if said in ("degree", "degrees"):
         return _other_scale(other) if other is not None else None
     bare = said.removeprefix("degrees ").removeprefix("degree ")
-    names = [n.removeprefix("degrees ").removeprefix("degree ") for n in _spoken_names()]
-    near = sounds_like(bare, names,
-                       cutoff=_SOUNDALIKE_CUTOFF)
+    near = sounds_like(bare, _spoken_names(), cutoff=_SOUNDALIKE_CUTOFF)
     return None if near is None else _lookup(near)
 
 

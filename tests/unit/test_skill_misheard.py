@@ -61,6 +61,9 @@ def test_a_half_heard_wake_rhymes_with_it(word: str, wake: bool) -> None:
      "70 degrees Fahrenheit is about 21 degrees Celsius."),
     ("Convert five miles to kilo meters.", "5 miles is about 8 kilometers."),
     ("How many grams of three ounces?", "3 ounces is about 85 grams."),
+    ("How many cups are in a court?", "1 quart is 4 cups."),
+    ("How many cups are in the gallon?", "1 gallon is 16 cups."),
+    ("How many tables spoons are in the cup?", "1 cup is 16 tablespoons."),
 ])
 def test_a_conversion_heard_with_a_word_wrong_is_converted(transcript: str, spoken: str) -> None:
     reply = ConvertSkill().answer(normalise(transcript), ctx())
@@ -71,6 +74,7 @@ def test_a_conversion_heard_with_a_word_wrong_is_converted(transcript: str, spok
     "How many branches three ounces?", "Is 100 degrees Fahrenheit hot?", "I ran 5 miles in an hour.",
     "Drive 50 miles to Boston.", "Give me 5 cups of flour.", "I walked 5 miles then 3 kilometers.",
     "The 3 pounds of drums.", "Pour 2 cups in the bowl.", "Convert 5 miles to 3 pounds.",
+    "How many people are in a court?", "How many cups are in a pod?",
 ])
 def test_a_misheard_conversion_needs_its_shape_and_two_units_of_one_kind(transcript: str) -> None:
     assert ConvertSkill().answer(normalise(transcript), ctx()) is None
@@ -121,18 +125,6 @@ def test_a_misheard_holiday_is_the_holiday_it_sounds_like() -> None:
         assert reply is not None and reply.text == thanksgiving, said
     for other in ("When is Easter this year?", "When is the election?", "When is my birthday?"):
         assert clock.answer(normalise(other), ctx()) is None, other
-
-
-@pytest.mark.parametrize(("transcript", "spoken"), [
-    ("How many cups are in a court?", "1 quart is 4 cups."),
-    ("How many cups are in the gallon?", "1 gallon is 16 cups."),
-    ("How many tables spoons are in the cup?", "1 cup is 16 tablespoons."),
-])
-def test_a_backward_conversion_heard_wrong_is_converted(transcript: str, spoken: str) -> None:
-    reply = ConvertSkill().answer(normalise(transcript), ctx())
-    assert reply is not None and reply.text == spoken
-    for other in ("How many people are in a court?", "How many cups are in a pod?"):
-        assert ConvertSkill().answer(normalise(other), ctx()) is None, other
 
 
 @pytest.mark.parametrize(("transcript", "spoken"), [
