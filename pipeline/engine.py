@@ -120,6 +120,7 @@ class Engine:
         settings; default: raw audio from a session opened before anyone speaks)."""
         llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
         opened: ClosableResponder | None = None
+        room: Room | None = None
         try:
             # Background priority: a new user's set-up never delays someone's reply.
             opened = await llm_worker.run(self.open_responder, priority=Priority.BACKGROUND)
@@ -130,12 +131,14 @@ class Engine:
             timers = Timers() if self.skills is not None else None
             skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
                       if timers is not None and self.skills is not None else None)
+            room = self.room(stream or Stream())
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
                                stats=self.stats, reply_cache=self.reply_cache,
-                               skills=skills, timers=timers,
-                               room=self.room(stream or Stream()))
+                               skills=skills, timers=timers, room=room)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
+            if room is not None:
+                room.close()
             llm_worker.close(opened.close if opened is not None else None, wait=0)
 
     def room(self, stream: Stream) -> Room | None:

@@ -179,7 +179,7 @@ class Endpointer:
             if voiced and self.options.speech_floor_db:
                 voiced = self._above_floor(rms_dbfs(frame.pcm))
             return self.advance(frame, voiced)
-        pcm = self.heard = room.condition(frame.pcm)
+        pcm = self.heard = room.condition(frame.pcm, frame.t)
         if pcm is not frame.pcm:
             frame = AudioFrame(pcm, frame.t)
         heard = room.judge(pcm, frame.t, self._classify(pcm), in_utterance=self.speaking)

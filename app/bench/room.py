@@ -21,7 +21,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,8 @@ from pipeline.tts import first_sound
 class Condition:
     """A room: `noise` ("babble", "pink", "white" or None) `snr_db` below the user at the
     usual level, the reply's echo `echo_db` (None: none) after `echo_delay_s`, and the
-    user `voice_db` from the usual level (a soft or distant talker)."""
+    user `voice_db` from the usual level (a soft or distant talker); `echo_rt60_s`: the
+    echo comes through a reverberant room (0: straight from the loudspeaker)."""
 
     name: str
     noise: str | None = None
@@ -51,6 +52,7 @@ class Condition:
     echo_delay_s: float = 0.1
     talk_overs: int = 0
     voice_db: float = 0.0
+    echo_rt60_s: float = 0.0
 
 
 CONDITIONS = {c.name: c for c in (
@@ -63,6 +65,9 @@ CONDITIONS = {c.name: c for c in (
     Condition("echo10", echo_db=-10, echo_delay_s=0.1, talk_overs=3),
     Condition("echo6-200ms", echo_db=-6, echo_delay_s=0.2, talk_overs=3),
     Condition("echo10-babble15", "babble", 15, echo_db=-10, echo_delay_s=0.1, talk_overs=3),
+    # The echo through a living room (reflections for 0.4 s), as a laptop's microphone
+    # hears its own loudspeaker.
+    Condition("echo10-room", echo_db=-10, echo_delay_s=0.1, talk_overs=3, echo_rt60_s=0.4),
     # A talker 30 dB softer than usual over a microphone's own hiss (25 dB under them).
     Condition("soft30", "white", 55, voice_db=-30),
 )}
@@ -255,20 +260,23 @@ async def _quiet(client: Client, quiet_s: float, timeout: float) -> None:
 
 
 async def run_condition(url: str, condition: Condition, questions: Sequence[Utterance],
-                        long_ask: Utterance, room: Float | None) -> ConditionResult:
-    """One fresh WebRTC session in this room: every question, then the talk-overs."""
+                        long_ask: Utterance, room: Float | None, *,
+                        ask: bool = True) -> ConditionResult:
+    """One fresh WebRTC session in this room: every question (unless not `ask`), then the
+    talk-overs (said with the questions' words)."""
     mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s,
-                  voice_db=condition.voice_db)
+                  voice_db=condition.voice_db, echo_rt60_s=condition.echo_rt60_s)
     result = ConditionResult(condition)
     async with Client(url, mix=mix.mix, hear=mix.hear) as client:
         await asyncio.sleep(1.0)  # the room is heard before anyone speaks
-        for utterance in questions:
+        for utterance in questions if ask else ():
             result.asked.append(await _ask(client, utterance))
             await asyncio.sleep(GAP_S)
         for index in range(condition.talk_overs):
             over = questions[index % len(questions)]
-            # 1.0, 1.2, 1.4 s in: the third story reply is often one sentence (~2 s).
-            result.asked += await _talk_over(client, long_ask, over, after_s=1.0 + 0.2 * index)
+            # 1.0, 1.2, 1.4 s in: a story reply is often one sentence (~2 s).
+            result.asked += await _talk_over(client, long_ask, over,
+                                             after_s=1.0 + 0.2 * (index % 3))
             await asyncio.sleep(GAP_S)
         await asyncio.sleep(1.0)
         result.events = [{k: e.get(k) for k in ("type", "received", "speech_end_t",
@@ -312,7 +320,14 @@ def room_questions(held_out: bool) -> list[str]:
 
 
 def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[Condition],
-               server_args: Sequence[str] = (), held_out: bool = False) -> list[ConditionResult]:
+               server_args: Sequence[str] = (), held_out: bool = False,
+               talk_overs: int | None = None) -> list[ConditionResult]:
+    """Every condition in turn on one server. `talk_overs`: that many talk-overs in every
+    condition and no questions (a barge-in comparison: many stops in a few minutes)."""
+    if talk_overs is not None:
+        if not 1 <= talk_overs <= 50:
+            raise ValueError("--talk-overs must be 1-50")
+        conditions = [replace(c, talk_overs=talk_overs) for c in conditions]
     from app.bench.utterances import speak
     from app.serve import use_loopback_candidates
     from models.load import load_synthesizer
@@ -334,7 +349,8 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
             target = server.url if server is not None else str(url)
             before = _speculation(server)
             results.append(asyncio.run(run_condition(target, condition, questions, long_ask,
-                                                     rooms[condition.name])))
+                                                     rooms[condition.name],
+                                                     ask=talk_overs is None)))
             if server is not None:  # what the server's speculation did in this condition
                 after = _speculation(server)
                 results[-1].summary["speculation"] = {

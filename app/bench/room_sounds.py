@@ -126,16 +126,31 @@ def scaled(noise: Float, speech_rms: float, snr_db: float) -> Float:
     return (noise * speech_rms * 10 ** (-snr_db / 20)).astype(np.float32)
 
 
+def impulse_response(rt60_s: float, rng: np.random.Generator) -> Float:
+    """A room's way from loudspeaker to microphone: the direct sound, then reflections as
+    noise decaying 60 dB in `rt60_s` (a living room: 0.3-0.5 s); unit energy, so the echo
+    stays `echo_db` down as a whole."""
+    t = np.arange(int(rt60_s * SAMPLE_RATE)) / SAMPLE_RATE
+    h = rng.standard_normal(len(t)) * np.exp(-6.9 * t / rt60_s) * 0.5
+    h[0] = 1.0
+    response: Float = (h / np.sqrt(np.sum(h**2))).astype(np.float32)
+    return response
+
+
 class RoomMix:
     """What a microphone in the room hears: the user's audio, the room's sound (looped),
     and — if `echo_db` is set — what the loudspeaker plays, `echo_delay_s` later and
-    `echo_db` down; the user's audio `voice_db` from its level. The bench client calls
-    `heard` with each frame it receives and `mix` with each frame it sends (both 16 kHz
-    mono)."""
+    `echo_db` down, through the room's reverberation if `echo_rt60_s` is set; the user's
+    audio `voice_db` from its level. The bench client calls `heard` with each frame it
+    receives and `mix` with each frame it sends (both 16 kHz mono)."""
 
     def __init__(self, room: Float | None, *, echo_db: float | None = None,
-                 echo_delay_s: float = 0.1, voice_db: float = 0.0) -> None:
+                 echo_delay_s: float = 0.1, voice_db: float = 0.0,
+                 echo_rt60_s: float = 0.0) -> None:
         self.room = room
+        self._response = (impulse_response(echo_rt60_s, np.random.default_rng(11))
+                          if echo_rt60_s else None)
+        self._tail = np.zeros(0, np.float32)
         self.voice_gain = 10 ** (voice_db / 20)
         self._at = 0
         self.echo_gain = 10 ** (echo_db / 20) if echo_db is not None else 0.0
@@ -152,10 +167,21 @@ class RoomMix:
     def heard(self, pcm: Pcm) -> None:
         """Audio that reached the loudspeaker (16 kHz mono int16)."""
         if self.echo_gain:
-            self._line = np.concatenate([self._line, pcm.astype(np.float32) / 32768.0])
+            played = pcm.astype(np.float32) / 32768.0
+            if self._response is not None:
+                played = self._reverberate(played)
+            self._line = np.concatenate([self._line, played])
             excess = len(self._line) - self._delay - 3 * FRAME_SAMPLES
             if excess > 0:  # the sender fell behind: keep the delay, drop the oldest
                 self._line = self._line[excess:]
+
+    def _reverberate(self, played: Float) -> Float:
+        """`played` through the room (overlap-add: reflections ring into later frames)."""
+        assert self._response is not None
+        out = np.convolve(played, self._response).astype(np.float32)
+        out[: len(self._tail)] += self._tail
+        self._tail = out[len(played) :]
+        return out[: len(played)]
 
     def mix(self, pcm: Pcm) -> Pcm:
         """One outgoing frame with the room and the echo added."""

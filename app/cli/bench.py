@@ -92,7 +92,7 @@ def _bench_room(args: argparse.Namespace) -> int:
     try:
         bench_room(url=args.url, out=Path(args.out), rounds=args.rounds,
                    conditions=parse_conditions(args.room), server_args=args.server_arg or (),
-                   held_out=args.held_out)
+                   held_out=args.held_out, talk_overs=args.talk_overs)
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -180,6 +180,9 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
                        " a count or comma-separated counts 1-16, e.g. 1,2,3,4 (client TTFA"
                        " and RSS per idle session per count: bench_sessions.json/.png); with"
                        " --quality: the scored conversations N at a time, each level a row")
+    bench.add_argument("--talk-overs", type=int, metavar="N",
+                       help="with --room: N talk-overs in each condition and no questions (how"
+                       " soon a reply stops for a user who talks over it, N stops per room)")
     bench.add_argument("--held-out", action="store_true",
                        help="with --room: ask the ASR set's held-out lines (never tuned on)"
                        " instead of the question set")

@@ -44,7 +44,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                            keep_interrupted=args.keep_interrupted,
                            copy_guard=not args.no_copy_guard),
         room=_checked(RoomOptions, "--agc", enabled=not args.no_room_gate,
-                      always_suppress=args.always_denoise, gain_dbfs=args.agc),
+                      always_suppress=args.always_denoise, gain_dbfs=args.agc,
+                      echo_cancel=args.echo_cancel),
     )
     settings = Settings(
         models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
@@ -166,6 +167,10 @@ def _room_flags(parser: argparse.ArgumentParser) -> None:
     room.add_argument("--agc", type=int, default=0, metavar="DBFS",
                       help="automatic gain on what the recognizer hears of raw microphone audio:"
                       " the level to aim for, dB below full scale (1-31, e.g. 3; default 0: off)")
+    room.add_argument("--echo-cancel", action="store_true",
+                      help="take our own replies out of raw microphone audio with WebRTC's echo"
+                      " canceller (needs livekit: pip install 'apace-voice[aec]'; default: the"
+                      " echo guard alone keeps a reply from interrupting itself)")
     room.add_argument("--no-room-gate", action="store_true",
                       help="webrtcvad alone decides who speaks: no room level, no echo guard,"
                       " no neural VAD (nor noise suppression)")

@@ -136,6 +136,16 @@ class EchoGuard:
         self._candidate: float | None = None
         """The last estimate of the delay: one is believed only when the next agrees."""
 
+    def live(self, t: float) -> bool:
+        """Played frames are being played into a room at `t` (not drained in a burst)."""
+        return t >= self._off_until
+
+    @property
+    def nothing_comes_back(self) -> bool:
+        """What was learned says no echo comes back at all (every band NOTHING_BACK down:
+        headphones, a client that cancels its own echo); False until something is learned."""
+        return bool(np.all(self._gain < NOTHING_BACK))
+
     @property
     def gain_db(self) -> Bands:
         """The learned loss per band, played → heard (0 dB until learned)."""

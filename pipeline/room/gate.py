@@ -3,7 +3,8 @@
 webrtcvad answers "is there a voice", which in a room is also the people behind the user,
 the television and our own reply coming back. The gate adds what a listener uses:
 
-- conditioning: noise suppression first, where the client did not do it (a flag per
+- our echo cancelled first (pipeline.room.cancel), where one comes back;
+- conditioning: noise suppression, where the client did not do it (a flag per
   stream: on for raw audio, off when the browser says it did);
 - our own echo discounted (pipeline.room.echo): what the prediction of our playback
   explains is not the user;
@@ -29,6 +30,7 @@ import numpy as np
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
+from pipeline.room.cancel import Cancellation, EchoCanceller
 from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard, band_energies
 from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel, quiet_pre_roll
@@ -113,6 +115,12 @@ class RoomOptions:
     silence onset came before it is transcribed without it ("capital of print")."""
     echo: bool = True
     """Discount the echo of our own playback (pipeline.room.echo)."""
+    echo_cancel: bool = False
+    """Take our own playback out of the microphone's audio first (when a canceller is
+    given; pipeline.room.cancel). Off by default: the canceller's suppressor takes the
+    first 20-40 ms of a user talking over the reply down with the echo, and talk-overs
+    stopped later than with the echo guard alone (README, "In a real room"); it does
+    catch a talk-over of a session's first reply, before the guard has learned the room."""
     echo_margin_db: float = 3.0
     """Head-room over the learned echo loss before a residual counts."""
     max_echo_delay_s: float = 1.0
@@ -145,6 +153,10 @@ class Stream:
     file): before the room is known, a voice that rises out of a pause starts a turn.
     Otherwise (a browser or Realtime session, open before anyone speaks) nothing starts
     until the room has been heard (~0.8 s)."""
+    hears_us: bool = True
+    """Our replies play where this microphone is, through the transport (what it plays is
+    the echo reference). False: a stream whose replies go elsewhere (a Wyoming satellite's
+    speech-to-text, whose answer Home Assistant plays): no echo canceller for it."""
 
 
 @dataclass(frozen=True)
@@ -170,8 +182,16 @@ class Room:
     def __init__(self, options: RoomOptions | None = None, *,
                  conditioner: Conditioner | None = None,
                  speech_probability: SpeechProbability | None = None,
-                 stream: Stream | None = None, gain: Conditioner | None = None) -> None:
+                 stream: Stream | None = None, gain: Conditioner | None = None,
+                 canceller: EchoCanceller | None = None) -> None:
         self.options = options or RoomOptions()
+        self.cancellation = (Cancellation(canceller)
+                             if canceller is not None and self.options.echo_cancel else None)
+        """Our echo taken out of each frame first (None: no canceller given, or off)."""
+        self._raw_echo = (EchoGuard(max_delay_s=self.options.max_echo_delay_s)
+                          if self.cancellation is not None else None)
+        """The echo guard of the audio as it came, before cancellation: where it learns
+        that nothing comes back, the canceller's output is not used (module docstring)."""
         self.stream = stream or Stream()
         self.conditioning = self.options.conditioning and not self.stream.processed
         """Per stream: False when the client says it suppressed noise itself."""
@@ -197,11 +217,24 @@ class Room:
     def played(self, pcm: Pcm, t: float | None = None) -> None:
         """A frame of our own audio left for the loudspeaker at `t` (default: now; the
         Speaker's tap)."""
+        t = now() if t is None else t
         if self.options.echo:
-            self.echo.played(pcm, now() if t is None else t)
+            self.echo.played(pcm, t)
+        if self.cancellation is not None and self._raw_echo is not None:
+            self._raw_echo.played(pcm, t)
+            if self._raw_echo.live(t):
+                self.cancellation.played(pcm)
+            else:  # drained in a burst (`apace talk --fast`): not played into a room
+                self.cancellation.forget()
 
-    def condition(self, pcm: Pcm) -> Pcm:
-        """The frame after noise suppression, if this stream needs it."""
+    def condition(self, pcm: Pcm, t: float | None = None) -> Pcm:
+        """The frame (whose last sample arrived at `t`, default now) with our echo taken out
+        where one comes back, then noise suppression if this stream needs it."""
+        if self.cancellation is not None and self._raw_echo is not None:
+            cancelled = self.cancellation.cancel(pcm)
+            self._raw_echo.hear(band_energies(pcm), now() if t is None else t)
+            if not self._raw_echo.nothing_comes_back:
+                pcm = cancelled
         if self._conditioner is None or not self.conditioning:
             return pcm
         self.suppression.hear(pcm)
@@ -247,6 +280,8 @@ class Room:
               and not echo.explained):
             going_on = True  # a word's soft end, under the room's level but still voiced
         self.echo.learn(user=confirmed or (in_utterance and going_on))
+        if self._raw_echo is not None:
+            self._raw_echo.learn(user=confirmed or (in_utterance and going_on))
         self._hear_room(dbfs(echo.near), echo, in_utterance)
         if in_utterance and confirmed:
             self.talker.speech(level)
@@ -286,6 +321,11 @@ class Room:
             log.info("the user is %.0f dB over the room: %s", snr,
                      "a noisy room (the noisy-room ear)" if not was else "a quiet room again")
         return self.noisy.noisy
+
+    def close(self) -> None:
+        """The stream ended: free the canceller (idempotent)."""
+        if self.cancellation is not None:
+            self.cancellation.close()
 
     def utterance_ended(self, t: float) -> None:
         """The endpointer ended an utterance: learn the user's level from it."""

@@ -25,6 +25,8 @@ REPLY = ("The moon is about three hundred and eighty four thousand kilometres aw
          " about twenty seven days to go around the earth, and it always shows us the same face.")
 BARGE_IN_MS = ConversationOptions().barge_in_ms
 """Confirmed speech that interrupts a reply."""
+HOLD_MS = ConversationOptions().hold_ms or BARGE_IN_MS
+"""Confirmed speech in a started turn that holds the reply: where it goes quiet."""
 TRANSPORT_S = 0.06
 """The way to the client and back on loopback WebRTC, added to the room's 100 ms."""
 
@@ -33,8 +35,9 @@ class Duplex:
     """A server whose reply frames leave at 20 ms ticks and whose microphone hears them
     `delay_s` later, `echo_db` down, plus whatever the user says."""
 
-    def __init__(self, reply: np.ndarray, *, echo_db: float = -10, delay_s: float = 0.16) -> None:
-        self.room = room_factory(RoomOptions())(Stream())
+    def __init__(self, reply: np.ndarray, *, echo_db: float = -10, delay_s: float = 0.16,
+                 cancel: bool = False) -> None:
+        self.room = room_factory(RoomOptions(echo_cancel=cancel))(Stream())
         self.endpointer = Endpointer(VadOptions(), room=self.room)
         self.reply = reply
         self.gain = 10 ** (echo_db / 20)
@@ -67,24 +70,33 @@ def reply(voice: PiperSynthesizer) -> np.ndarray:
     return np.concatenate(list(voice.synthesize(REPLY)))
 
 
-def test_the_reply_heard_back_at_minus_10_db_never_barges_in(reply: np.ndarray) -> None:
-    duplex = Duplex(reply)
+CANCEL = pytest.mark.parametrize("cancel", [False, True], ids=["guard", "guard+aec3"])
+
+
+@CANCEL
+def test_the_reply_heard_back_at_minus_10_db_never_barges_in(
+        reply: np.ndarray, cancel: bool) -> None:
+    duplex = Duplex(reply, cancel=cancel)
     for _ in range(3):
         confirmed = duplex.play()
         assert max(confirmed) < BARGE_IN_MS
     assert not any(isinstance(e, SilenceOnset) for e in duplex.events)  # no turn either
 
 
+@CANCEL
 @pytest.mark.parametrize("first_reply", [True, False], ids=["first-reply", "later-reply"])
 def test_a_user_talking_over_the_reply_still_interrupts_it_within_400_ms(
-        reply: np.ndarray, voice: PiperSynthesizer, first_reply: bool) -> None:
-    """400 ms at the client is ~300 ms at the server: the rest is the transport."""
-    duplex = Duplex(reply)
+        reply: np.ndarray, voice: PiperSynthesizer, first_reply: bool, cancel: bool) -> None:
+    """400 ms at the client is ~300 ms at the server: the rest is the transport. The reply
+    goes quiet when it is held; the barge-in that ends it follows."""
+    duplex = Duplex(reply, cancel=cancel)
     if not first_reply:
         duplex.play()
     user = speak(voice, "What is the tallest mountain in the world?", lead_s=0, trail_s=0.3)
     confirmed = duplex.play(user, user_at_s=1.5)
     spoke = (16000 + int(1.5 * 16000) + (first_sound(user) or 0)) // FRAME_SAMPLES
+    held = next(k for k, ms in enumerate(confirmed) if ms >= HOLD_MS)
     interrupted = next(k for k, ms in enumerate(confirmed) if ms >= BARGE_IN_MS)
-    assert 0 <= (interrupted - spoke) * 20 <= 400 - 1000 * TRANSPORT_S - 40
+    assert 0 <= (held - spoke) * 20 <= 400 - 1000 * TRANSPORT_S - 40
+    assert (interrupted - held) * 20 <= 2 * (BARGE_IN_MS - HOLD_MS)
     assert any(isinstance(e, SpeechStarted) for e in duplex.events)

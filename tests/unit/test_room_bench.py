@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.bench.room import Asked, parse_conditions, summarize
-from app.bench.room_sounds import RoomMix, active_rms, pink_noise, scaled
+from app.bench.room_sounds import RoomMix, active_rms, impulse_response, pink_noise, scaled
 from pipeline.events import FRAME_SAMPLES
 
 
@@ -62,6 +62,29 @@ def test_the_room_mix_plays_the_reply_back_after_its_delay_and_attenuated() -> N
     first = next(k for k, frame in enumerate(out) if frame.any())
     assert first == 5  # 100 ms of audio held in the line
     assert int(out[first][0]) == pytest.approx(10000 * 10 ** (-10 / 20), abs=2)
+
+
+def test_a_reverberant_echo_rings_on_after_the_reply_and_keeps_its_level() -> None:
+    """Through the room the echo is the reply convolved with the room's response, frame by
+    frame as it would be whole; its energy is the plain echo's (unit-energy response)."""
+    rng = np.random.default_rng(1)
+    reply = (rng.standard_normal(FRAME_SAMPLES * 40) * 3000).astype(np.int16)
+    plain, room = RoomMix(None, echo_db=-10), RoomMix(None, echo_db=-10, echo_rt60_s=0.3)
+    silence = np.zeros(FRAME_SAMPLES, np.int16)
+    heard: dict[str, list[np.ndarray]] = {"plain": [], "room": []}
+    for k in range(80):  # 0.8 s of reply, then 0.8 s of nothing played
+        part = reply[k * FRAME_SAMPLES:(k + 1) * FRAME_SAMPLES] if k < 40 else silence
+        for name, mix in (("plain", plain), ("room", room)):
+            mix.heard(part)
+            heard[name].append(mix.mix(silence).astype(np.float64))
+    plain_echo, room_echo = np.concatenate(heard["plain"]), np.concatenate(heard["room"])
+    whole = np.convolve(reply / 32768.0, impulse_response(0.3, np.random.default_rng(11)))
+    expected = whole * 10 ** (-10 / 20) * 32767
+    late = room_echo[1600:1600 + len(expected)]  # 100 ms late, as one convolution
+    assert np.allclose(late, expected, atol=2) and not room_echo[1600 + len(expected):].any()
+    after = slice(1600 + len(reply), 1600 + len(reply) + 1600)
+    assert not plain_echo[after].any() and np.abs(room_echo[after]).max() > 100  # it rings
+    assert np.sum(room_echo**2) == pytest.approx(np.sum(plain_echo**2), rel=0.25)
 
 
 def test_a_soft_talker_is_mixed_voice_db_down_over_the_room() -> None:
@@ -170,3 +193,12 @@ def test_each_conditions_ttfa_is_paired_with_the_clean_rooms_question_by_questio
     alone = ConditionResult(CONDITIONS["babble15"], asked(650))
     pair_with_clean([alone])
     assert "ttfa_vs_clean" not in alone.summary
+
+
+def test_a_talk_over_count_out_of_range_is_refused_before_anything_starts(tmp_path) -> None:
+    from app.bench.room import bench_room
+
+    for bad in (0, 51):
+        with pytest.raises(ValueError, match="--talk-overs must be 1-50"):
+            bench_room(url=None, out=tmp_path, rounds=1, conditions=parse_conditions("clean"),
+                       talk_overs=bad)

@@ -305,7 +305,7 @@ def test_our_echo_before_a_turn_is_silence_in_its_pre_roll() -> None:
     class EchoThenVoice:
         options = RoomOptions()
 
-        def condition(self, pcm: np.ndarray) -> np.ndarray:
+        def condition(self, pcm: np.ndarray, t: float | None = None) -> np.ndarray:
             return pcm
 
         def for_ear(self, pcm: np.ndarray) -> np.ndarray:

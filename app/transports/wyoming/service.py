@@ -81,7 +81,8 @@ class Listening:
         self.inbound = Inbound(fmt)
         self.frames: list[Pcm] = []
         # A satellite streams from its wake word on: the question may start at once.
-        room = engine.room(Stream(speech_at_once=True)) if classify is None else None
+        # Home Assistant plays the answer: this stream carries no echo reference.
+        room = engine.room(Stream(speech_at_once=True, hears_us=False)) if classify is None else None
         self.endpointer = Endpointer(engine.options.vad, classify, room=room)
         self.speculation: asyncio.Task[str] | None = None
         self.speculated = 0
