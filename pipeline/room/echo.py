@@ -19,7 +19,8 @@ and converges from there, so an unknown room never makes the assistant interrupt
            gate did not take as the user (double talk would teach it the user's voice),
            from 0.7 s of such frames before it replaces the cautious start (20 frames gave a
            loss 10 dB too low in 5 of 30 first replies, 35 in none); a delay is believed once two
-           estimates in a row agree
+           estimates in a row agree, and replaced by another only once JUMP_RUN estimates
+           in a row put it there and it explains the echo clearly better (JUMP_MARGIN)
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ BURST_FRAMES = 12
 """Frames popped back to back (each within BURST_S of the last): more than a transport
 catching up after a stalled loop (SpeakerTrack resyncs after 200 ms), so not played live."""
 BURST_OFF_S = 10.0
+JUMP_RUN = 3
+JUMP_MARGIN = 0.1
+"""A believed delay gives way to another only after this many estimates in a row (0.6 s)
+near it, its correlation this much above the believed delay's. A new delay restarts the
+loss from the cautious start, deaf to the user for ~1 s: in background talk the envelope
+correlation found a wrong delay for two estimates now and then (0.32 s → 0.12, 0.02 s), and
+a talk-over just after it was taken for our echo (room bench, echo and talk: 1.6 s)."""
 NOTHING_BACK = 1e-4
 NOTHING_BACK_FRAMES = 10
 """When every frame learned from so far heard under a 10,000th (-40 dB) of what was
@@ -135,6 +143,8 @@ class EchoGuard:
         self._run_start = 0.0
         self._candidate: float | None = None
         """The last estimate of the delay: one is believed only when the next agrees."""
+        self._run = 0
+        """Estimates in a row that agreed with the candidate."""
 
     def live(self, t: float) -> bool:
         """Played frames are being played into a room at `t` (not drained in a burst)."""
@@ -261,13 +271,24 @@ class EchoGuard:
         delay = float(lags[best])
         agreed = self._candidate is not None and abs(delay - self._candidate) <= FRAME_MS / 1000
         self._candidate = delay
+        self._run = self._run + 1 if agreed else 1
         if not agreed:
             return  # a first estimate (or a jump) waits for the next one to agree
+        if self.delay_s is not None and abs(delay - self.delay_s) > self.smear_s:
+            believed = float(scores[int(round(self.delay_s * 1000 / FRAME_MS))])
+            if not jump_believed(self._run, float(scores[best]), believed):
+                return  # the believed delay still explains the echo about as well
         if self.delay_s is None or abs(delay - self.delay_s) > self.smear_s:
             # The loss was learned against other played frames: start cautious again.
             self._ratios.clear()
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
         self.delay_s = delay
+
+
+def jump_believed(run: int, score: float, believed_score: float) -> bool:
+    """Whether a new delay estimate, `run` estimates in a row near it, replaces the believed
+    delay: its envelope correlation `score` against the believed delay's."""
+    return run >= JUMP_RUN and score - believed_score >= JUMP_MARGIN
 
 
 def _correlation(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_SAMPLES
-from pipeline.room.echo import Echo, EchoGuard, band_energies
+from pipeline.room.echo import Echo, EchoGuard, band_energies, jump_believed
 
 DT = 0.02
 
@@ -108,3 +108,21 @@ def test_where_nothing_comes_back_a_talk_over_early_in_the_first_reply_is_the_us
     echoed = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
     assert np.mean([not echoed[k].explained for k in range(65, 115)
                     if user_frames[k - 65].std() > 1000]) < 0.5
+
+
+def test_a_believed_delay_gives_way_only_to_a_sustained_clearly_better_one() -> None:
+    """Two estimates of a wrong delay in background talk must not throw away the learned
+    loss (a new delay restarts from the cautious start: the user is taken for our echo)."""
+    assert not jump_believed(2, 0.9, 0.5)  # two in a row: not yet
+    assert not jump_believed(5, 0.58, 0.52)  # the believed one explains it about as well
+    assert jump_believed(3, 0.7, 0.5)
+
+
+def test_it_follows_an_echo_path_that_really_moved() -> None:
+    guard = EchoGuard()
+    far = speechlike(700, 8)
+    run(guard, far[:300], delay=8, gain_db=-10)
+    assert guard.delay_s is not None and abs(guard.delay_s - 8 * DT) <= 0.04
+    run(guard, far[300:], delay=20, gain_db=-10, start=300)
+    assert guard.delay_s is not None and abs(guard.delay_s - 20 * DT) <= 0.04
+    assert np.all(np.abs(guard.gain_db - -10) < 3)
