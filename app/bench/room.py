@@ -18,7 +18,6 @@ client TTFA p50/p95 of the questions.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -219,8 +218,8 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
     # takes (~0.4 s): a one-sentence story can end under it by itself.
     talk.over_reply = bool(playing) and (bool(barge) or bool(
         client.received.audible_between(talk.start + 0.45, talk.start + 1.0)))
-    if playing and barge:  # the reply went quiet around when the barge-in was told
-        stopped = _stopped(client, max(talk.start, barge[0] - 0.2))
+    if playing and barge:
+        stopped = stopped_at(client.received.levels, talk.start, barge[0])
         talk.stopped_ms = round((stopped - talk.start) * 1000, 1) if stopped else None
     return [first, talk]
 
@@ -234,12 +233,20 @@ async def _say(client: Client, utterance: Utterance) -> Asked:
     return Asked(utterance.text, await started, end)
 
 
-def _stopped(client: Client, t: float, gap_s: float = 0.3) -> float | None:
-    """The last audible received frame before the first `gap_s` of quiet after `t`."""
-    audible = [at for at, db in client.received.levels if at >= t and db > -45.0]
-    for a, b in itertools.pairwise(audible):
-        if b - a >= gap_s:
-            return a
+RECEIVE_SLACK_S = 0.15
+"""Reply audio already on its way when the barge-in was told (the client's receive buffer);
+the answer to what was said over the reply comes after the user's endpoint, seconds later."""
+
+
+def stopped_at(levels: Sequence[tuple[float, float]], start: float, barge: float,
+               slack_s: float = RECEIVE_SLACK_S) -> float | None:
+    """When a reply talked over at `start` went quiet for good: its last audible received
+    frame up to the barge-in told at `barge` (and what was on its way then). A hold silences
+    the reply before the barge-in; it may be let go and play on, and then this is when it
+    was held again. (Taking the last frame before the first 0.3 s of quiet after the
+    barge-in, as the bench did, read the end of the *answer* whenever the hold had silenced
+    the reply by then: the 1.6-7.4 s "talk-overs" of earlier runs.)"""
+    audible = [at for at, db in levels if start <= at <= barge + slack_s and db > -45.0]
     return audible[-1] if audible else None
 
 

@@ -202,3 +202,19 @@ def test_a_talk_over_count_out_of_range_is_refused_before_anything_starts(tmp_pa
         with pytest.raises(ValueError, match="--talk-overs must be 1-50"):
             bench_room(url=None, out=tmp_path, rounds=1, conditions=parse_conditions("clean"),
                        talk_overs=bad)
+
+
+def test_a_reply_held_before_its_barge_in_stopped_when_it_went_quiet_not_after_the_answer() -> None:
+    """The story plays, is held at 0.3 s, let go at 0.5 s, held again at 1.0 s; the barge-in
+    is told at 1.3 s; the answer plays from 3.5 to 7.4 s. The reply stopped at 1.0 s."""
+    from app.bench.room import stopped_at
+
+    def frames(a: float, b: float, db: float = -20.0) -> list[tuple[float, float]]:
+        return [(round(a + 0.02 * k, 2), db) for k in range(round((b - a) / 0.02))]
+
+    levels = (frames(-2.0, 0.3) + frames(0.3, 0.5, -90) + frames(0.5, 1.0)
+              + frames(1.0, 3.5, -90) + frames(3.5, 7.4))
+    assert stopped_at(levels, 0.0, 1.3) == pytest.approx(0.98)
+    held = frames(-2.0, 0.3) + frames(0.3, 3.5, -90) + frames(3.5, 7.4)
+    assert stopped_at(held, 0.0, 0.67) == pytest.approx(0.28)  # held at 0.3, barge-in at 0.67
+    assert stopped_at(frames(1.0, 3.0, -90), 1.0, 1.5) is None  # nothing audible
