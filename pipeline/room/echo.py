@@ -275,7 +275,7 @@ class EchoGuard:
         if not agreed:
             return  # a first estimate (or a jump) waits for the next one to agree
         if self.delay_s is not None and abs(delay - self.delay_s) > self.smear_s:
-            believed = float(scores[int(round(self.delay_s * 1000 / FRAME_MS))])
+            believed = float(scores[round(self.delay_s * 1000 / FRAME_MS)])
             if not jump_believed(self._run, float(scores[best]), believed):
                 return  # the believed delay still explains the echo about as well
         if self.delay_s is None or abs(delay - self.delay_s) > self.smear_s:
