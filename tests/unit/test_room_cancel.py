@@ -5,8 +5,14 @@ listens, and frees it when the stream ends."""
 
 from __future__ import annotations
 
-import numpy as np
+import sys
 
+import numpy as np
+import pytest
+
+from models.echo_cancel import load_canceller
+from models.locate import ModelError
+from models.room import room_factory
 from pipeline.room import Room, RoomOptions
 from pipeline.room.cancel import SUB_FRAME, Cancellation
 from pipeline.room.conditioning import condition
@@ -186,3 +192,13 @@ async def test_a_conversation_that_ends_frees_its_rooms_canceller() -> None:
         assert made[0].closed == 1
     finally:
         fake.close()
+
+
+def test_asking_for_cancellation_without_its_package_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.rtc", None)  # as if livekit were missing
+    with pytest.raises(ModelError, match=r"pip install 'apace-voice\[aec\]'"):
+        load_canceller()
+    with pytest.raises(ModelError, match="livekit"):
+        room_factory(RoomOptions(echo_cancel=True), denoiser=None, neural_vad=False)
+    room_factory(RoomOptions(), denoiser=None, neural_vad=False)  # not asked for: no error
