@@ -33,12 +33,15 @@ from pipeline.llm import Message, Responder
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
-from pipeline.tools import may_be_call, request_for
+from pipeline.tools import may_be_call, request_for, without_markers
 from pipeline.tts import Synthesizer
 from pipeline.turn_detector import TurnDetector
 from pipeline.workers import Gate, ModelWorker, Priority
 
 log = logging.getLogger(__name__)
+
+NOT_CAUGHT = "Sorry, I didn't catch that."
+"""Said when the LLM's only answer is a tool call that cannot be made (never the call)."""
 
 
 
@@ -270,7 +273,8 @@ class Reply:
         )
         first_token: float | None = None
         # A tool-calling LLM may answer with a call to a skill: held until it is clear.
-        tools = not plain and self.answer_skill is not None and _uses_tools(self.models.responder)
+        # (Told not to call, a small model may still write one: held then too, never said.)
+        tools = self.answer_skill is not None and _uses_tools(self.models.responder)
         call = "" if tools else None
         async with contextlib.aclosing(stream):
             async for piece in stream:
@@ -281,13 +285,16 @@ class Reply:
                     call += piece
                     if may_be_call(call):
                         continue
-                    piece, call = call, None
+                    piece, call = without_markers(call), None
                 released = guard.feed(piece)
                 if guard.copied is not None:
                     return
                 if released and self._say(released, splitter, clauses, budget):
                     return  # the spoken-length budget is spent: stop the LLM
-        if call and not self._call_skill(call, splitter, clauses, budget):
+        if call and plain:
+            log.info("a call-shaped reply when told not to call (%r): not said", call[:80])
+            self._say(NOT_CAUGHT, splitter, clauses, budget)
+        elif call and not self._call_skill(call, splitter, clauses, budget):
             # A call the user's words do not support: answer in words instead.
             await self._stream(history, None, guard, splitter, clauses, budget, plain=True)
         elif released := guard.finish():

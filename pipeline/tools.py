@@ -89,9 +89,8 @@ def request_for(call_text: str, transcript: str) -> str | None:
     found = re.search(r'\{\s*"name"', call_text)
     if found is None:
         return None
-    start = found.start()
     try:
-        call, _ = json.JSONDecoder().raw_decode(call_text[start:])
+        call = _decode(call_text[found.start():])
         name, args = call["name"], call.get("arguments", {})
         if isinstance(args, str):
             args = json.loads(args)
@@ -104,6 +103,17 @@ def request_for(call_text: str, transcript: str) -> str | None:
         return _REQUESTS[name](kept) if kept is not None else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _decode(text: str) -> Any:
+    """The JSON object `text` starts with; one or two closing braces may be missing (the
+    0.5B sometimes stops before the last one)."""
+    for tail in ("", "}", "}}"):
+        try:
+            return json.JSONDecoder().raw_decode(text.rstrip().removesuffix("```").rstrip() + tail)[0]
+        except ValueError:
+            continue
+    raise ValueError("not a JSON object")
 
 
 def _grounded(arguments: dict[str, str], said: str) -> dict[str, str] | None:
@@ -155,3 +165,12 @@ def may_be_call(text: str) -> bool:
     if rest.startswith('"') or not marked:
         return _OPENING[1:].startswith(rest[: len(_OPENING) - 1])
     return "name".startswith(rest[:4]) and (len(rest) <= 4 or rest[4] in "\"': ")
+
+
+_LEADING_MARKERS = re.compile(r"\s*(?:`+\s*(?:json\b)?|<tool_call>)\s*", re.IGNORECASE)
+
+
+def without_markers(held: str) -> str:
+    """Held text that turned out not to be a call, without the fence or tag it opened with
+    (a reply in a code block: "```json\nThe capital..." is said from "The")."""
+    return _LEADING_MARKERS.sub("", held, count=1) if _LEADING_MARKERS.match(held) else held

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pipeline.llm import Message
-from pipeline.reply import Reply
+from pipeline.reply import NOT_CAUGHT, Reply
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now
@@ -159,13 +159,14 @@ class CallingResponder(FakeResponder):
 
     tools = True
 
-    def __init__(self) -> None:
+    def __init__(self, words: Sequence[str] = ("There are ", "8 planets.")) -> None:
         super().__init__(["unused"])
+        self.words = words
 
     def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
               plain: bool = False) -> Iterator[str]:
         self.plain.append(plain)
-        yield from (["There are ", "8 planets."] if plain else
+        yield from (self.words if plain else
                     ['{"name": "set_timer", ', '"arguments": {"duration": "20 minutes"}}'])
 
 
@@ -179,5 +180,33 @@ async def test_a_tool_call_the_words_do_not_support_is_answered_in_words(
     await run(reply, speaker)
     assert responder.plain == [False, True]
     assert reply.skill is None
+    assert reply.text == "There are 8 planets."
+    assert " ".join(synthesizer.texts) == "There are 8 planets."
+
+
+async def test_a_call_written_again_when_told_to_answer_in_words_is_never_said(
+    workers: Workers,
+) -> None:
+    """The 0.5B, asked "Could you wait meet up in 20 minutes?" (misheard), wrote a call the
+    words did not support, then, told not to call, this: "json name: set timer," was said."""
+    responder = CallingResponder(["```json\nname: set_timer, ", 'arguments: duration="20 ',
+                                  'minutes"\n```'])
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="How many planets are there?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert responder.plain == [False, True]
+    assert reply.text == NOT_CAUGHT
+    assert synthesizer.texts == [NOT_CAUGHT]
+
+
+async def test_a_plain_answer_in_a_code_block_is_said_without_the_fence(
+    workers: Workers,
+) -> None:
+    responder = CallingResponder(["```", "json\n", "There are ", "8 planets."])
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="How many planets are there?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
     assert reply.text == "There are 8 planets."
     assert " ".join(synthesizer.texts) == "There are 8 planets."

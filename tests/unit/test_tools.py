@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipeline.tools import TOOLS, may_be_call, request_for
+from pipeline.tools import TOOLS, may_be_call, request_for, without_markers
 
 
 def call(tool: str, **arguments: str) -> str:
@@ -107,3 +107,24 @@ def test_a_reply_that_merely_starts_like_a_marker_is_not_held() -> None:
     for text in ("Names of the planets", "``` The answer", "```python", "json is a format",
                  "{The set"):
         assert not may_be_call(text), text
+
+
+@pytest.mark.parametrize("missing", ["}", "}}"])
+def test_a_call_missing_its_closing_braces_is_read(missing: str) -> None:
+    """The 0.5B stopped before the last brace (then the turn went to words and a call
+    was said aloud)."""
+    text = call("set_timer", duration="20 minutes", name="pasta")
+    assert text.endswith("}}")
+    cut = text.removesuffix(missing)
+    assert request_for(cut, "Could you wait meet up in 20 minutes?") == \
+        "set a timer for 20 minutes"
+    assert request_for("```json\n" + cut + "\n```", "Wake me in 20 minutes.") == \
+        "set a timer for 20 minutes"
+
+
+def test_held_text_that_is_not_a_call_is_said_without_its_fence_or_tag() -> None:
+    assert without_markers("```json\nThe capital is Paris.") == "The capital is Paris."
+    assert without_markers("``` The answer") == "The answer"
+    assert without_markers("<tool_call>Paris.") == "Paris."
+    assert without_markers("json is a format") == "json is a format"
+    assert without_markers(" The capital") == " The capital"
