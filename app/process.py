@@ -27,13 +27,14 @@ def free_port() -> int:
 
 class ServerProcess:
     def __init__(self, *args: str, port: int | None = None, timeout: float = 180,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, verbose: bool = False) -> None:
         self.port = port or free_port()
         scheme = "https" if "--self-signed" in args or "--tls-cert" in args else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.log = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--port", str(self.port), *args],
+            [sys.executable, "-m", "app", *(["-v"] if verbose else []), "serve",
+             "--port", str(self.port), *args],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )

@@ -133,6 +133,7 @@ class Conversation:
         self.endpointer.endpoint_ms = self.endpoint_ms
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
+                log.debug("speech started")
                 self.captions.speech_started()
                 self.emit(UserSpeaking())
             elif isinstance(event, SilenceOnset) and self.options.speculate:
@@ -341,6 +342,7 @@ class Conversation:
               and vad.confirmed_ms >= self.options.hold_ms):
             self.speaker.hold()
             self.stats.holds += 1
+            log.debug("reply held after %d ms of confirmed speech", vad.confirmed_ms)
 
     def _still_talking(self) -> bool:
         """Whoever made us hold the reply is still talking: their turn goes on, or it has

@@ -25,15 +25,19 @@ from pipeline.skills.lists import ListStoreError
 from pipeline.timeline import METRICS
 
 log = logging.getLogger("apace")
+OWN_LOGGERS = ("apace", "app", "pipeline", "models")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.DEBUG if args.verbose > 1 else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.verbose:  # -v: apace's own debug log; -vv: the libraries' too (aiortc's is loud)
+        for name in OWN_LOGGERS:
+            logging.getLogger(name).setLevel(logging.DEBUG)
     try:
         return int(args.run(args) or 0)
     except (ModelError, AudioError, UsageError, ListStoreError) as error:
@@ -230,7 +234,8 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apace", description="Local real-time voice assistant.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="debug logging: -v apace's own, -vv the libraries' too")
     sub = parser.add_subparsers(dest="command", required=True)
 
     talk = sub.add_parser("talk", help="answer spoken questions from WAV files")

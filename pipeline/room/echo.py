@@ -25,6 +25,7 @@ and converges from there, so an unknown room never makes the assistant interrupt
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ import numpy.typing as npt
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm
+
+log = logging.getLogger(__name__)
 
 Bands = npt.NDArray[np.float64]
 """Energy per band of one 20 ms frame (mean square, full scale = 1)."""
@@ -169,6 +172,8 @@ class EchoGuard:
         self._quick = self._quick + 1 if t - self._last_pop < BURST_S else 0
         self._last_pop = t
         if self._quick >= BURST_FRAMES:
+            if t >= self._off_until:
+                log.debug("echo guard: played frames came in a burst; standing down")
             self._far_t.clear()
             self._far.clear()
             self._off_until = t + BURST_OFF_S
@@ -224,7 +229,11 @@ class EchoGuard:
         if len(self._ratios) >= enough:
             counted = np.sum(~np.isnan(stacked), axis=0) >= enough // 2
             p90 = np.nanpercentile(np.where(counted, stacked, 1.0), 90, axis=0)
+            was_nothing = self.nothing_comes_back
             self._gain = np.where(counted, np.minimum(p90, 10.0), self._gain)
+            if self.nothing_comes_back != was_nothing:
+                log.debug("echo guard: %s", "nothing comes back" if not was_nothing
+                          else "an echo comes back after all")
 
     def _far_at(self, t: float) -> Bands | None:
         """The loudest played bands that can be echoing at `t`: around t - delay once it
@@ -279,6 +288,8 @@ class EchoGuard:
             if not jump_believed(self._run, float(scores[best]), believed):
                 return  # the believed delay still explains the echo about as well
         if self.delay_s is None or abs(delay - self.delay_s) > self.smear_s:
+            log.debug("echo guard: delay %.2f s (was %s), correlation %.2f", delay,
+                      self.delay_s, scores[best])
             # The loss was learned against other played frames: start cautious again.
             self._ratios.clear()
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.bench.utterances import speak
-from app.process import REPO
+from app.process import REPO, ServerProcess
 from models.load import load_synthesizer
 from models.locate import locate
 from models.piper import PiperSynthesizer
@@ -20,6 +20,22 @@ from pipeline.tts import TtsOptions
 from tests.integration import synthetic
 
 pytestmark = pytest.mark.integration
+
+SERVER_LOG_LINES = 120
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A failed test that used a server gets the end of that server's log in its report
+    (a rare failure on a CI machine is otherwise not explained)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, ServerProcess):
+            tail = value.log.decode(errors="replace").splitlines()[-SERVER_LOG_LINES:]
+            report.sections.append((f"server log ({name}), last lines", "\n".join(tail)))
 
 
 @pytest.fixture(scope="session")

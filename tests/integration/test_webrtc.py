@@ -28,7 +28,7 @@ LONG_ANSWERS = ("You are a storyteller. Answer every question with at least five
 def server():
     use_loopback_candidates()  # this process is the client; it is on loopback too
     proc = ServerProcess("--max-sessions", "3", "--idle-timeout", "4",
-                         "--system-prompt", LONG_ANSWERS)
+                         "--system-prompt", LONG_ANSWERS, verbose=True)
     yield proc
     proc.stop()
 
