@@ -57,6 +57,18 @@ near it, its correlation this much above the believed delay's. A new delay resta
 loss from the cautious start, deaf to the user for ~1 s: in background talk the envelope
 correlation found a wrong delay for two estimates now and then (0.32 s → 0.12, 0.02 s), and
 a talk-over just after it was taken for our echo (room bench, echo and talk: 1.6 s)."""
+PENDING_FRAMES = 8
+"""The newest heard frames whose verdict may still change: the gate confirms a user 60-140
+ms into their first word, and those first frames were the user too (`learn` claims them
+back). They take no part in a delay estimate: a talk-over's unconfirmed onset lining up
+with the reply's start, over a silent microphone, once gave a delay and reset the loss to
+its cautious start, and the talk-over was then taken for our echo (test_webrtc, loaded
+2-core box: no barge-in)."""
+ECHO_FRAMES = 10
+"""A delay is believed only where the microphone heard something at that delay: at least
+this many frames (not the user's) with their played frame loud and heard within
+NOTHING_BACK of it. Over a silent microphone (headphones) a correlation of envelopes is
+chance."""
 NOTHING_BACK = 1e-4
 NOTHING_BACK_FRAMES = 10
 """When every frame learned from so far heard under a 10,000th (-40 dB) of what was
@@ -148,6 +160,10 @@ class EchoGuard:
         """The last estimate of the delay: one is believed only when the next agrees."""
         self._run = 0
         """Estimates in a row that agreed with the candidate."""
+        self._gain_known = False
+        """The loss has been learned (not the cautious start)."""
+        self._learned: deque[bool] = deque(maxlen=PENDING_FRAMES)
+        """Per recent frame: `learn` took a ratio from it (given back if it was the user)."""
 
     def live(self, t: float) -> bool:
         """Played frames are being played into a room at `t` (not drained in a burst)."""
@@ -211,26 +227,49 @@ class EchoGuard:
         return Echo(total, float(predicted.sum()), residual)
 
     def learn(self, *, user: bool) -> None:
-        """Learn the loss from the last heard frame, unless the gate took it as the user."""
+        """Learn the loss from the last heard frame, unless the gate took it as the user
+        (then the frames just before it, up to PENDING_FRAMES, were the user too)."""
         if user and self._near_user:
+            if len(self._near_user) > 1 and not self._near_user[-2]:
+                self._claim_onset()
             self._near_user[-1] = True
-        if self._last is None or user:
-            return
-        near, far = self._last
+        learned = False
+        if self._last is not None and not user:
+            learned = self._learn_ratio(*self._last)
+        self._learned.append(learned)
+
+    def _claim_onset(self) -> None:
+        """The user's first frames, before the gate confirmed them: not our echo."""
+        for i in range(1, min(PENDING_FRAMES, len(self._near_user) - 1) + 1):
+            self._near_user[-1 - i] = True
+        given_back = sum(self._learned)
+        for _ in range(min(given_back, len(self._ratios))):
+            self._ratios.pop()
+        self._learned.clear()
+        if given_back and self._ratios and self._gain_known:
+            self._update_gain(enough=len(self._ratios))  # as learned without them
+
+    def _learn_ratio(self, near: Bands, far: Bands) -> bool:
         loud = far >= self._far_peak * 0.01  # within 20 dB of the reply's loudest
         if not loud.any():
-            return
+            return False
         ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
         self._ratios.append(ratio)
+        self._update_gain()
+        return True
+
+    def _update_gain(self, enough: int | None = None) -> None:
         stacked = np.stack(self._ratios)
-        enough = self._min_history
-        if len(self._ratios) < enough and np.nanmax(stacked) < NOTHING_BACK:
-            enough = NOTHING_BACK_FRAMES  # nothing comes back at all: no need to wait
+        if enough is None:
+            enough = self._min_history
+            if len(self._ratios) < enough and np.nanmax(stacked) < NOTHING_BACK:
+                enough = NOTHING_BACK_FRAMES  # nothing comes back at all: no need to wait
         if len(self._ratios) >= enough:
             counted = np.sum(~np.isnan(stacked), axis=0) >= enough // 2
             p90 = np.nanpercentile(np.where(counted, stacked, 1.0), 90, axis=0)
             was_nothing = self.nothing_comes_back
             self._gain = np.where(counted, np.minimum(p90, 10.0), self._gain)
+            self._gain_known = True
             if self.nothing_comes_back != was_nothing:
                 log.debug("echo guard: %s", "nothing comes back" if not was_nothing
                           else "an echo comes back after all")
@@ -252,12 +291,36 @@ class EchoGuard:
 
     def _estimate_delay(self) -> None:
         """Cross-correlate the heard envelope with the played one over candidate delays."""
-        if len(self._near_t) < 50 or len(self._far_t) < 25:
+        envelopes = self._envelopes()
+        if envelopes is None:
             return
-        near_t = np.fromiter(self._near_t, float)
+        lags, far_env, near_db, user = envelopes
+        near_env = np.maximum(near_db, near_db.max() - 40)
+        near_env[user] = near_env.min()  # the user's frames say nothing of the delay
+        scores = np.array([_correlation(row, near_env) for row in far_env])
+        best = int(np.argmax(scores))
+        if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
+            return
+        loud = far_env[best] >= far_env.max() - 20
+        heard = near_db >= far_env[best] - 10 * np.log10(1 / NOTHING_BACK)
+        if int(np.sum(loud & heard & ~user)) < ECHO_FRAMES:
+            return  # nothing was heard at that delay: a chance correlation
+        self._believe(float(lags[best]), scores)
+
+    def _envelopes(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                                  npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None:
+        """The lags tried, the played envelope (dB) at each lag for each settled heard frame,
+        the heard levels (dB) and which were the user; None when they cannot tell."""
+        if len(self._near_t) < 50 or len(self._far_t) < 25:
+            return None
+        settled = len(self._near_t) - PENDING_FRAMES
+        near_t = np.fromiter(self._near_t, float)[:settled]
         far_t = np.fromiter(self._far_t, float)
         if far_t[-1] < near_t[0] - self.max_delay_s:
-            return  # nothing played that can echo in this window
+            return None  # nothing played that can echo in this window
+        user = np.fromiter(self._near_user, bool, count=len(self._near_user))[:settled]
+        if user.mean() > 0.5:
+            return None  # mostly the user talking: the envelope is theirs, not our echo's
         far_db = 10 * np.log10(np.maximum(np.stack(self._far).sum(axis=1), TINY))
         lags = np.arange(0.0, self.max_delay_s + 1e-9, FRAME_MS / 1000)
         targets = near_t[None, :] - lags[:, None]
@@ -267,32 +330,28 @@ class EchoGuard:
         found = np.abs(far_t[nearest] - targets) <= FRAME_MS / 2000 + 0.002
         floor = far_db.max() - 40
         far_env = np.where(found, np.maximum(far_db[nearest], floor), floor)
-        user = np.fromiter(self._near_user, bool, count=len(self._near_user))
-        if user.mean() > 0.5:
-            return  # mostly the user talking: the envelope is theirs, not our echo's
-        near_db = np.fromiter(self._near_db, float)
-        near_env = np.maximum(near_db, near_db.max() - 40)
-        near_env[user] = near_env.min()  # the user's frames say nothing of the delay
-        scores = np.array([_correlation(row, near_env) for row in far_env])
-        best = int(np.argmax(scores))
-        if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
-            return
-        delay = float(lags[best])
+        return lags, far_env, np.fromiter(self._near_db, float)[:settled], user
+
+    def _believe(self, delay: float, scores: npt.NDArray[np.float64]) -> None:
+        """An estimate of `delay` (`scores`: the correlation at each lag): believed once
+        the next agrees; a jump from a believed delay only per `jump_believed`."""
         agreed = self._candidate is not None and abs(delay - self._candidate) <= FRAME_MS / 1000
         self._candidate = delay
         self._run = self._run + 1 if agreed else 1
         if not agreed:
             return  # a first estimate (or a jump) waits for the next one to agree
+        best = float(scores.max())
         if self.delay_s is not None and abs(delay - self.delay_s) > self.smear_s:
             believed = float(scores[round(self.delay_s * 1000 / FRAME_MS)])
-            if not jump_believed(self._run, float(scores[best]), believed):
+            if not jump_believed(self._run, best, believed):
                 return  # the believed delay still explains the echo about as well
         if self.delay_s is None or abs(delay - self.delay_s) > self.smear_s:
             log.debug("echo guard: delay %.2f s (was %s), correlation %.2f", delay,
-                      self.delay_s, scores[best])
+                      self.delay_s, best)
             # The loss was learned against other played frames: start cautious again.
             self._ratios.clear()
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
+            self._gain_known = False
         self.delay_s = delay
 
 

@@ -126,3 +126,51 @@ def test_it_follows_an_echo_path_that_really_moved() -> None:
     run(guard, far[300:], delay=20, gain_db=-10, start=300)
     assert guard.delay_s is not None and abs(guard.delay_s - 20 * DT) <= 0.04
     assert np.all(np.abs(guard.gain_db - -10) < 3)
+
+
+def step(guard: EchoGuard, k: int, far: np.ndarray | None, mic: np.ndarray,
+         user: bool | None = None) -> Echo:
+    """Frame `k`: `far` played (if any), `mic` heard; the gate's verdict `user` (default:
+    whatever the guard does not explain)."""
+    if far is not None:
+        guard.played(far, k * DT)
+    echo = guard.hear(band_energies(np.clip(mic, -32768, 32767).astype(np.int16)), k * DT + DT)
+    guard.learn(user=not echo.explained if user is None else user)
+    return echo
+
+
+def test_over_a_silent_microphone_a_talk_over_onset_is_not_a_delay() -> None:
+    """test_webrtc on a loaded 2-core box: headphones (the microphone silent while the reply
+    plays); the first frames of a talk-over, before the gate confirmed them, lined up with
+    the reply's start 0.9 s earlier and a delay was believed: the loss went back to its
+    cautious start and the rest of the talk-over was taken for our echo (no barge-in)."""
+    guard = EchoGuard()
+    far, question, talk = speechlike(200, 10), speechlike(28, 11), speechlike(60, 12)
+    silent = np.zeros(FRAME_SAMPLES)
+    for k in range(28):  # the question, confirmed
+        step(guard, k, None, question[k].astype(np.float64), user=True)
+    for k in range(28, 100):
+        step(guard, k, None, silent, user=False)
+    onset = 145  # 0.9 s after the reply starts
+    for k in range(100, 260):
+        said = talk[k - onset].astype(np.float64) if onset <= k < onset + 60 else silent
+        confirmed = onset + 5 <= k < onset + 60  # the gate confirms 100 ms in
+        step(guard, k, far[k - 100] if k < 300 else None, said, user=confirmed)
+    assert guard.delay_s is None
+    assert guard.nothing_comes_back
+
+
+def test_a_talk_over_onset_is_given_back_from_the_learned_loss() -> None:
+    """The frames of a talk-over before the gate confirmed it (140 ms) were learned as our
+    echo: just after the loss was first learned, they took it 5-8 dB up, and a user just
+    as loud was then taken for our echo. Once confirmed they are given back."""
+    guard = EchoGuard()
+    far = speechlike(160, 13)
+    run(guard, far[:101], delay=8, gain_db=-10)
+    learned = guard.gain_db.copy()
+    assert np.all(np.abs(learned - -10) < 3)
+    rng = np.random.default_rng(14)
+    for k in range(101, 141):  # a user as loud as what is played, 10 dB over its echo
+        mic = far[k - 8] * 10 ** (-10 / 20) + rng.standard_normal(FRAME_SAMPLES) * 0.07 * 32767
+        step(guard, k, far[k], mic, user=k >= 108)
+    assert np.all(np.abs(guard.gain_db - learned) < 1.5), guard.gain_db - learned
