@@ -67,8 +67,10 @@ async def talk(engine: Engine, questions: Sequence[Pcm], *, fast: bool = False) 
     """Play the questions into one conversation; wait for each reply before the next."""
     speaker = Speaker()
     collected: list[Pcm] = []
-    # A file's question may begin at once: no room to hear before it.
-    async with engine.open(speaker, stream=Stream(speech_at_once=True)) as conversation:
+    # A file's question may begin at once: no room to hear before it. Nothing played
+    # comes back (a file in, a file out), however fast the replies are drained.
+    stream = Stream(speech_at_once=True, hears_us=False)
+    async with engine.open(speaker, stream=stream) as conversation:
         clock = _Clock(fast)
         feed = _feed(conversation, speaker, questions, clock, collected)
         await conversation.run(feed)

@@ -46,9 +46,10 @@ _BAND_OF_BIN = np.digitize(_BINS, BAND_EDGES_HZ) - 1  # -1 below 100 Hz: dropped
 _WEIGHT = np.where((_BINS == 0) | (_BINS == SAMPLE_RATE / 2), 1.0, 2.0) / FRAME_SAMPLES**2
 TINY = 1e-12
 BURST_S = 0.005
-BURST_FRAMES = 12
-"""Frames popped back to back (each within BURST_S of the last): more than a transport
-catching up after a stalled loop (SpeakerTrack resyncs after 200 ms), so not played live."""
+BURST_FRAMES = 25
+"""Frames popped back to back (each within BURST_S of the last): a transport draining
+replies (a Realtime client taking text only), not playing them. A sender catching up
+after a stalled loop pops up to ~11 (app.pacing resyncs after 200 ms): 12 was too near."""
 BURST_OFF_S = 10.0
 JUMP_RUN = 3
 JUMP_MARGIN = 0.1
@@ -162,6 +163,8 @@ class EchoGuard:
         """Estimates in a row that agreed with the candidate."""
         self._gain_known = False
         """The loss has been learned (not the cautious start)."""
+        self._quiet: list[Bands] | None = None
+        """This run of playing's frames so far, while none heard anything (`_hear_quiet`)."""
         self._learned: deque[bool] = deque(maxlen=PENDING_FRAMES)
         """Per recent frame: `learn` took a ratio from it (given back if it was the user)."""
 
@@ -183,8 +186,8 @@ class EchoGuard:
     def played(self, pcm: Pcm, t: float) -> None:
         """A frame left for the loudspeaker at `t` (silence need not be reported).
 
-        Frames taken much faster than real time (`apace talk --fast` drains the queue at
-        once) are not being played into a room: the guard then stands down for BURST_OFF_S."""
+        Frames taken much faster than real time (a transport draining the queue at once)
+        are not being played into a room: the guard then stands down for BURST_OFF_S."""
         self._quick = self._quick + 1 if t - self._last_pop < BURST_S else 0
         self._last_pop = t
         if self._quick >= BURST_FRAMES:
@@ -198,6 +201,7 @@ class EchoGuard:
         bands = band_energies(pcm)
         if not self._far_t or t - self._far_t[-1] > 0.1:
             self._run_start = t  # playing starts (again) after a pause
+            self._quiet = []
         self._far_t.append(t)
         self._far.append(bands)
         self._far_peak = np.maximum(self._far_peak * 0.995, bands)
@@ -223,6 +227,10 @@ class EchoGuard:
         # found, and this is how the guard learns there is nothing to discount.)
         settled = self.delay_s is not None or t - self._run_start >= self.max_delay_s
         self._last = (near, far) if settled else None
+        if not settled:
+            self._hear_quiet(near, far)
+        elif self._quiet:
+            self._learn_quiet()
         residual = float(np.maximum(near - predicted, 0.0).sum())
         return Echo(total, float(predicted.sum()), residual)
 
@@ -237,6 +245,31 @@ class EchoGuard:
         if self._last is not None and not user:
             learned = self._learn_ratio(*self._last)
         self._learned.append(learned)
+
+    def _hear_quiet(self, near: Bands, far: Bands) -> None:
+        """Before this run of playing has gone on for max_delay_s: keep the ratio of each
+        frame that heard nothing of it. If none heard anything, the echo of any delay up to
+        max_delay_s would have come already: nothing comes back (`_learn_quiet`)."""
+        if self._quiet is None or self._gain_known:
+            return
+        loud = far >= self._far_peak * 0.01
+        if not loud.any():
+            return
+        ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
+        if np.nanmax(ratio) < NOTHING_BACK:
+            self._quiet.append(ratio)
+        else:
+            self._quiet = None  # something was heard: the loss is learned as usual
+
+    def _learn_quiet(self) -> None:
+        """The run heard nothing for max_delay_s: learned at once, not NOTHING_BACK_FRAMES
+        later. (A user talking over a session's first reply with headphones 1.0-1.2 s in
+        was taken for our echo, and then learned as it: no barge-in in that reply.)"""
+        assert self._quiet is not None
+        if len(self._quiet) >= NOTHING_BACK_FRAMES:
+            self._ratios.extend(self._quiet)
+            self._update_gain()
+        self._quiet = None
 
     def _claim_onset(self) -> None:
         """The user's first frames, before the gate confirmed them: not our echo."""

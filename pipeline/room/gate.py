@@ -156,7 +156,8 @@ class Stream:
     hears_us: bool = True
     """Our replies play where this microphone is, through the transport (what it plays is
     the echo reference). False: a stream whose replies go elsewhere (a Wyoming satellite's
-    speech-to-text, whose answer Home Assistant plays): no echo canceller for it."""
+    speech-to-text, whose answer Home Assistant plays; `apace talk`, files in and out):
+    no echo canceller and no echo guard for it."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,8 @@ class Room:
     def played(self, pcm: Pcm, t: float | None = None) -> None:
         """A frame of our own audio left for the loudspeaker at `t` (default: now; the
         Speaker's tap)."""
+        if not self.stream.hears_us:
+            return
         t = now() if t is None else t
         if self.options.echo:
             self.echo.played(pcm, t)
@@ -224,7 +227,7 @@ class Room:
             self._raw_echo.played(pcm, t)
             if self._raw_echo.live(t):
                 self.cancellation.played(pcm)
-            else:  # drained in a burst (`apace talk --fast`): not played into a room
+            else:  # drained in a burst (a transport taking frames faster than they play)
                 self.cancellation.forget()
 
     def condition(self, pcm: Pcm, t: float | None = None) -> Pcm:

@@ -94,6 +94,20 @@ def test_frames_taken_faster_than_real_time_are_not_an_echo_reference() -> None:
     assert guard.hear(band_energies(frame), 1.1).echo == 0.0
 
 
+def test_a_sender_catching_up_after_a_stall_is_still_playing_live() -> None:
+    """app.pacing catches up on at most 200 ms (10 frames) after a stalled loop; the guard
+    must not stand down then (with 12 frames as the mark it could, on a loaded box)."""
+    guard = EchoGuard()
+    far = speechlike(60, 15)
+    for k in range(30):
+        guard.played(far[k], k * DT)
+    stall_end = 30 * DT + 0.2
+    for i in range(13):  # caught up at once, then the next ones due within 5 ms
+        guard.played(far[30 + i], stall_end + i * 0.0005)
+    assert guard.live(stall_end + 0.01)
+    assert guard.hear(band_energies(far[35]), stall_end + 0.02).echo > 0.0
+
+
 def test_where_nothing_comes_back_a_talk_over_early_in_the_first_reply_is_the_user() -> None:
     """Headphones, or a client that cancels its echo: 0.2 s of hearing nothing while
     playing is enough; the user talking over the first reply 1.3 s in is not our echo."""
@@ -108,6 +122,20 @@ def test_where_nothing_comes_back_a_talk_over_early_in_the_first_reply_is_the_us
     echoed = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
     assert np.mean([not echoed[k].explained for k in range(65, 115)
                     if user_frames[k - 65].std() > 1000]) < 0.5
+
+
+def test_a_run_that_heard_nothing_for_the_longest_delay_knows_nothing_comes_back() -> None:
+    """Headphones, a talk-over 1.04 s into a session's first reply (test_webrtc on a loaded
+    box talks over 1 s after it hears the reply): the guard knows at 1.0 s that nothing
+    comes back, and the talk-over is the user, not learned as our echo."""
+    far = speechlike(150, 16)
+    user_frames = speechlike(60, 17, level=0.1)  # as loud as what is played
+    user = {k: user_frames[k - 52].astype(np.float64) for k in range(52, 112)}
+    guard = EchoGuard()
+    heard = run(guard, far, delay=0, gain_db=-200, user=user)
+    talking = [heard[k] for k in range(52, 112) if user_frames[k - 52].std() > 1000]
+    assert np.mean([not e.explained for e in talking]) > 0.8
+    assert guard.nothing_comes_back
 
 
 def test_a_believed_delay_gives_way_only_to_a_sustained_clearly_better_one() -> None:

@@ -8,6 +8,7 @@ import pytest
 from pipeline.audio import frames, rms_dbfs
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
 from pipeline.room import Room, RoomOptions, Stream
+from pipeline.room.echo import band_energies
 from pipeline.room.gate import IDLE_WAIT_FRAMES
 from pipeline.vad import Endpointer, VadOptions
 from tests.audio_helpers import Noise
@@ -314,3 +315,13 @@ def test_the_noisy_room_ear_is_chosen_from_the_users_level_over_the_rooms(
     assert snr is not None and snr == pytest.approx(-15.0 - room_db, abs=2.0)
     assert room.noisy_ear(clock.t) is noisy
     assert not Room(RoomOptions(enabled=False)).noisy_ear(clock.t)
+
+
+def test_a_stream_that_does_not_hear_us_tells_the_echo_guard_nothing() -> None:
+    """`apace talk` (files in and out) drains replies as fast as it likes: nothing it
+    takes is played where its microphone is, so nothing is predicted as our echo."""
+    room = Room(stream=Stream(speech_at_once=True, hears_us=False))
+    tone = (0.1 * np.sin(2 * np.pi * 440 * np.arange(FRAME_SAMPLES) / 16000) * 32767)
+    for k in range(5):
+        room.played(tone.astype(np.int16), 1.0 + k * 0.02)
+    assert room.echo.hear(band_energies(tone.astype(np.int16)), 1.12).echo == 0.0
