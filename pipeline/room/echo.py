@@ -14,13 +14,16 @@ cautious (until it has heard a reply, the echo is assumed as loud as what was pl
 and converges from there, so an unknown room never makes the assistant interrupt itself.
 
     delay: the cross-correlation of the played and heard loudness envelopes, re-estimated
-           every 200 ms while something was played; unknown → every delay up to max_delay_s
+           every 200 ms while something was played (pipeline.room.delay); unknown → every
+           delay up to max_delay_s. Believed once two estimates in a row agree and the
+           microphone heard something at it; replaced by another only once JUMP_RUN
+           estimates in a row put it there and it explains the echo clearly better
     loss:  per band, the 90th percentile of heard/played over the loud played frames the
-           gate did not take as the user (double talk would teach it the user's voice),
-           from 0.7 s of such frames before it replaces the cautious start (20 frames gave a
-           loss 10 dB too low in 5 of 30 first replies, 35 in none); a delay is believed once two
-           estimates in a row agree, and replaced by another only once JUMP_RUN estimates
-           in a row put it there and it explains the echo clearly better (JUMP_MARGIN)
+           gate did not take as the user (double talk would teach it the user's voice;
+           a talk-over's first frames, before the gate confirmed them, are given back),
+           from 0.7 s of such frames before it replaces the cautious start (20 frames gave
+           a loss 10 dB too low in 5 of 30 first replies, 35 in none) — or at once when a
+           run of playing heard nothing at all for max_delay_s (headphones)
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy.typing as npt
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from pipeline.room.delay import HeardFrames, estimate_delay, jump_believed
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +55,6 @@ BURST_FRAMES = 25
 replies (a Realtime client taking text only), not playing them. A sender catching up
 after a stalled loop pops up to ~11 (app.pacing resyncs after 200 ms): 12 was too near."""
 BURST_OFF_S = 10.0
-JUMP_RUN = 3
-JUMP_MARGIN = 0.1
-"""A believed delay gives way to another only after this many estimates in a row (0.6 s)
-near it, its correlation this much above the believed delay's. A new delay restarts the
-loss from the cautious start, deaf to the user for ~1 s: in background talk the envelope
-correlation found a wrong delay for two estimates now and then (0.32 s → 0.12, 0.02 s), and
-a talk-over just after it was taken for our echo (room bench, echo and talk: 1.6 s)."""
 PENDING_FRAMES = 8
 """The newest heard frames whose verdict may still change: the gate confirms a user 60-140
 ms into their first word, and those first frames were the user too (`learn` claims them
@@ -65,11 +62,6 @@ back). They take no part in a delay estimate: a talk-over's unconfirmed onset li
 with the reply's start, over a silent microphone, once gave a delay and reset the loss to
 its cautious start, and the talk-over was then taken for our echo (test_webrtc, loaded
 2-core box: no barge-in)."""
-ECHO_FRAMES = 10
-"""A delay is believed only where the microphone heard something at that delay: at least
-this many frames (not the user's) with their played frame loud and heard within
-NOTHING_BACK of it. Over a silent microphone (headphones) a correlation of envelopes is
-chance."""
 NOTHING_BACK = 1e-4
 NOTHING_BACK_FRAMES = 10
 """When every frame learned from so far heard under a 10,000th (-40 dB) of what was
@@ -323,47 +315,18 @@ class EchoGuard:
         return np.asarray(far.max(axis=0))
 
     def _estimate_delay(self) -> None:
-        """Cross-correlate the heard envelope with the played one over candidate delays."""
-        envelopes = self._envelopes()
-        if envelopes is None:
-            return
-        lags, far_env, near_db, user = envelopes
-        near_env = np.maximum(near_db, near_db.max() - 40)
-        near_env[user] = near_env.min()  # the user's frames say nothing of the delay
-        scores = np.array([_correlation(row, near_env) for row in far_env])
-        best = int(np.argmax(scores))
-        if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
-            return
-        loud = far_env[best] >= far_env.max() - 20
-        heard = near_db >= far_env[best] - 10 * np.log10(1 / NOTHING_BACK)
-        if int(np.sum(loud & heard & ~user)) < ECHO_FRAMES:
-            return  # nothing was heard at that delay: a chance correlation
-        self._believe(float(lags[best]), scores)
-
-    def _envelopes(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
-                                  npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None:
-        """The lags tried, the played envelope (dB) at each lag for each settled heard frame,
-        the heard levels (dB) and which were the user; None when they cannot tell."""
+        """Cross-correlate the heard envelope with the played one (pipeline.room.delay)."""
         if len(self._near_t) < 50 or len(self._far_t) < 25:
-            return None
+            return
         settled = len(self._near_t) - PENDING_FRAMES
-        near_t = np.fromiter(self._near_t, float)[:settled]
-        far_t = np.fromiter(self._far_t, float)
-        if far_t[-1] < near_t[0] - self.max_delay_s:
-            return None  # nothing played that can echo in this window
-        user = np.fromiter(self._near_user, bool, count=len(self._near_user))[:settled]
-        if user.mean() > 0.5:
-            return None  # mostly the user talking: the envelope is theirs, not our echo's
+        heard = HeardFrames(np.fromiter(self._near_t, float)[:settled],
+                      np.fromiter(self._near_db, float)[:settled],
+                      np.fromiter(self._near_user, bool, count=len(self._near_user))[:settled])
         far_db = 10 * np.log10(np.maximum(np.stack(self._far).sum(axis=1), TINY))
-        lags = np.arange(0.0, self.max_delay_s + 1e-9, FRAME_MS / 1000)
-        targets = near_t[None, :] - lags[:, None]
-        index = np.clip(np.searchsorted(far_t, targets), 1, len(far_t) - 1)
-        before, after = far_t[index - 1], far_t[index]
-        nearest = np.where(np.abs(targets - before) <= np.abs(after - targets), index - 1, index)
-        found = np.abs(far_t[nearest] - targets) <= FRAME_MS / 2000 + 0.002
-        floor = far_db.max() - 40
-        far_env = np.where(found, np.maximum(far_db[nearest], floor), floor)
-        return lags, far_env, np.fromiter(self._near_db, float)[:settled], user
+        found = estimate_delay(heard, np.fromiter(self._far_t, float), far_db,
+                               self.max_delay_s, nothing_back_db=-10 * np.log10(NOTHING_BACK))
+        if found is not None:
+            self._believe(*found)
 
     def _believe(self, delay: float, scores: npt.NDArray[np.float64]) -> None:
         """An estimate of `delay` (`scores`: the correlation at each lag): believed once
@@ -386,15 +349,3 @@ class EchoGuard:
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
             self._gain_known = False
         self.delay_s = delay
-
-
-def jump_believed(run: int, score: float, believed_score: float) -> bool:
-    """Whether a new delay estimate, `run` estimates in a row near it, replaces the believed
-    delay: its envelope correlation `score` against the believed delay's."""
-    return run >= JUMP_RUN and score - believed_score >= JUMP_MARGIN
-
-
-def _correlation(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
-    a, b = a - a.mean(), b - b.mean()
-    scale = float(np.sqrt((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / scale) if scale > 0 else 0.0

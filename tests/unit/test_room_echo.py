@@ -8,7 +8,8 @@ import pytest
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_SAMPLES
-from pipeline.room.echo import Echo, EchoGuard, band_energies, jump_believed
+from pipeline.room.delay import jump_believed
+from pipeline.room.echo import Echo, EchoGuard, band_energies
 
 DT = 0.02
 

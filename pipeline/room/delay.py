@@ -1,0 +1,92 @@
+"""The echo's delay: where the played loudness envelope best explains the heard one.
+
+Pure arithmetic for pipeline.room.echo's guard: the heard frames' times and levels (and
+which the gate took as the user), the played frames' times and levels; no state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.events import FRAME_MS
+
+Floats = npt.NDArray[np.float64]
+
+JUMP_RUN = 3
+JUMP_MARGIN = 0.1
+"""A believed delay gives way to another only after this many estimates in a row (0.6 s)
+near it, its correlation this much above the believed delay's (`jump_believed`). A new
+delay restarts the guard's loss from its cautious start, deaf to the user for ~1 s: in
+background talk the envelope correlation found a wrong delay for two estimates now and
+then (0.32 s → 0.12, 0.02 s), and a talk-over just after it was taken for our echo (room
+bench, echo and talk: 1.6 s)."""
+ECHO_FRAMES = 10
+"""A delay is believed only where the microphone heard something at that delay: at least
+this many frames (not the user's) with their played frame loud and heard within
+`nothing_back_db` of it. Over a silent microphone (headphones) a correlation of envelopes
+is chance."""
+
+
+@dataclass(frozen=True)
+class HeardFrames:
+    """The microphone frames an estimate looks at (the newest, still pending, left out)."""
+
+    t: Floats
+    """When each arrived (s, on the guard's microphone clock)."""
+    db: Floats
+    """Each one's level (dBFS above 100 Hz)."""
+    user: npt.NDArray[np.bool_]
+    """The gate took it as the user: it says nothing of our echo."""
+
+
+def estimate_delay(heard: HeardFrames, far_t: Floats, far_db: Floats, max_delay_s: float, *,
+                   nothing_back_db: float) -> tuple[float, Floats] | None:
+    """The delay (s) whose played envelope correlates best with the heard one, and the
+    correlation at every lag tried (FRAME_MS apart from 0); None when nothing stands out,
+    or nothing was heard at that delay."""
+    envelope = played_envelope(heard.t, far_t, far_db, max_delay_s)
+    if envelope is None or heard.user.mean() > 0.5:
+        return None  # nothing played that can echo here, or mostly the user talking
+    lags, far_env = envelope
+    near_env = np.maximum(heard.db, heard.db.max() - 40)
+    near_env[heard.user] = near_env.min()  # the user's frames say nothing of the delay
+    scores = np.array([_correlation(row, near_env) for row in far_env])
+    best = int(np.argmax(scores))
+    if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
+        return None
+    loud = far_env[best] >= far_env.max() - 20
+    echoed = heard.db >= far_env[best] - nothing_back_db
+    if int(np.sum(loud & echoed & ~heard.user)) < ECHO_FRAMES:
+        return None  # nothing was heard at that delay: a chance correlation
+    return float(lags[best]), scores
+
+
+def played_envelope(near_t: Floats, far_t: Floats, far_db: Floats,
+                    max_delay_s: float) -> tuple[Floats, Floats] | None:
+    """The lags tried and, per lag, the played level (dB, floored 40 dB under the loudest)
+    `lag` before each heard frame; None when nothing played can echo in this window."""
+    if far_t[-1] < near_t[0] - max_delay_s:
+        return None
+    lags = np.arange(0.0, max_delay_s + 1e-9, FRAME_MS / 1000)
+    targets = near_t[None, :] - lags[:, None]
+    index = np.clip(np.searchsorted(far_t, targets), 1, len(far_t) - 1)
+    before, after = far_t[index - 1], far_t[index]
+    nearest = np.where(np.abs(targets - before) <= np.abs(after - targets), index - 1, index)
+    found = np.abs(far_t[nearest] - targets) <= FRAME_MS / 2000 + 0.002
+    floor = far_db.max() - 40
+    return lags, np.where(found, np.maximum(far_db[nearest], floor), floor)
+
+
+def jump_believed(run: int, score: float, believed_score: float) -> bool:
+    """Whether a new delay estimate, `run` estimates in a row near it, replaces the believed
+    delay: its envelope correlation `score` against the believed delay's."""
+    return run >= JUMP_RUN and score - believed_score >= JUMP_MARGIN
+
+
+def _correlation(a: Floats, b: Floats) -> float:
+    a, b = a - a.mean(), b - b.mean()
+    scale = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / scale) if scale > 0 else 0.0
