@@ -348,7 +348,9 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     long_ask = Utterance(LONG_ASK, speak(voice, LONG_ASK, lead_s=0.3, trail_s=0.5))
     level = float(np.mean([active_rms(q.pcm) for q in questions]))
     rooms = make_rooms(conditions, level, voice)
-    server = ServerProcess(*server_args) if url is None else None
+    # -v: the server's log (saved beside the results) tells each hold, barge-in and echo
+    # guard verdict (its delay, what comes back) with its time
+    server = ServerProcess(*server_args, verbose=True) if url is None else None
     results: list[ConditionResult] = []
     try:
         for condition in conditions:

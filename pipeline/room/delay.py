@@ -24,10 +24,12 @@ background talk the envelope correlation found a wrong delay for two estimates n
 then (0.32 s → 0.12, 0.02 s), and a talk-over just after it was taken for our echo (room
 bench, echo and talk: 1.6 s)."""
 ECHO_FRAMES = 10
-"""A delay is believed only where the microphone heard something at that delay: at least
-this many frames (not the user's) with their played frame loud and heard within
-`nothing_back_db` of it. Over a silent microphone (headphones) a correlation of envelopes
-is chance."""
+ECHO_SHARE = 0.5
+"""A delay is believed only where the microphone heard something at that delay: of the
+frames (not the user's) whose played frame was loud at it, at least this many, and this
+share, heard within `nothing_back_db` of it. Over a silent microphone (headphones) a
+correlation of envelopes is chance: a talk-over's first syllable lined up with the reply's
+start (test_webrtc on a loaded box)."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ def estimate_delay(heard: HeardFrames, far_t: Floats, far_db: Floats, max_delay_
     best = int(np.argmax(scores))
     if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
         return None
-    loud = far_env[best] >= far_env.max() - 20
-    echoed = heard.db >= far_env[best] - nothing_back_db
-    if int(np.sum(loud & echoed & ~heard.user)) < ECHO_FRAMES:
-        return None  # nothing was heard at that delay: a chance correlation
+    loud = (far_env[best] >= far_env.max() - 20) & ~heard.user
+    echoed = loud & (heard.db >= far_env[best] - nothing_back_db)
+    if int(echoed.sum()) < max(ECHO_FRAMES, ECHO_SHARE * int(loud.sum())):
+        return None  # little was heard at that delay: a chance correlation
     return float(lags[best]), scores
 
 
