@@ -62,6 +62,8 @@ back). They take no part in a delay estimate: a talk-over's unconfirmed onset li
 with the reply's start, over a silent microphone, once gave a delay and reset the loss to
 its cautious start, and the talk-over was then taken for our echo (test_webrtc, loaded
 2-core box: no barge-in)."""
+AUDIBLE = 1e-7
+"""A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
 NOTHING_BACK_FRAMES = 10
 """When every frame learned from so far heard under a 10,000th (-40 dB) of what was
@@ -155,6 +157,8 @@ class EchoGuard:
         """Estimates in a row that agreed with the candidate."""
         self._gain_known = False
         """The loss has been learned (not the cautious start)."""
+        self._audible_since: float | None = None
+        """When this run of playing first played something audible."""
         self._quiet: list[Bands] | None = None
         """This run of playing's frames so far, while none heard anything (`_hear_quiet`)."""
         self._learned: deque[bool] = deque(maxlen=PENDING_FRAMES)
@@ -193,7 +197,9 @@ class EchoGuard:
         bands = band_energies(pcm)
         if not self._far_t or t - self._far_t[-1] > 0.1:
             self._run_start = t  # playing starts (again) after a pause
-            self._quiet = []
+            self._quiet, self._audible_since = [], None
+        if self._audible_since is None and bands.sum() >= AUDIBLE:
+            self._audible_since = t
         self._far_t.append(t)
         self._far.append(bands)
         self._far_peak = np.maximum(self._far_peak * 0.995, bands)
@@ -219,10 +225,7 @@ class EchoGuard:
         # found, and this is how the guard learns there is nothing to discount.)
         settled = self.delay_s is not None or t - self._run_start >= self.max_delay_s
         self._last = (near, far) if settled else None
-        if not settled:
-            self._hear_quiet(near, far)
-        elif self._quiet:
-            self._learn_quiet()
+        self._hear_quiet(near, far, t)
         residual = float(np.maximum(near - predicted, 0.0).sum())
         return Echo(total, float(predicted.sum()), residual)
 
@@ -238,14 +241,17 @@ class EchoGuard:
             learned = self._learn_ratio(*self._last)
         self._learned.append(learned)
 
-    def _hear_quiet(self, near: Bands, far: Bands) -> None:
-        """Before this run of playing has gone on for max_delay_s: keep the ratio of each
-        frame that heard nothing of it. If none heard anything, the echo of any delay up to
-        max_delay_s would have come already: nothing comes back (`_learn_quiet`)."""
-        if self._quiet is None or self._gain_known:
+    def _hear_quiet(self, near: Bands, far: Bands, t: float) -> None:
+        """Until this run of playing has been audible for max_delay_s: keep the ratio of
+        each frame that heard nothing of it. If none heard anything, the echo of any delay
+        up to max_delay_s would have come already: nothing comes back (`_learn_quiet`)."""
+        if self._quiet is None or self._gain_known or self._audible_since is None:
+            return
+        if t - self._audible_since >= self.max_delay_s:
+            self._learn_quiet()
             return
         loud = far >= self._far_peak * 0.01
-        if not loud.any():
+        if far.sum() < AUDIBLE or not loud.any():
             return
         ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
         if np.nanmax(ratio) < NOTHING_BACK:

@@ -139,6 +139,16 @@ def test_a_run_that_heard_nothing_for_the_longest_delay_knows_nothing_comes_back
     assert guard.nothing_comes_back
 
 
+def test_silence_played_before_a_reply_proves_nothing() -> None:
+    """A transport that reports the silence it plays: a second of it before the reply
+    must not count as a second of hearing nothing of the reply (its echo then cut it)."""
+    far = [np.zeros(FRAME_SAMPLES, np.int16)] * 50 + speechlike(200, 18)
+    heard = run(EchoGuard(), far, delay=8, gain_db=-10)
+    unexplained = [k for k, e in enumerate(heard) if k >= 58 and e.near > 1e-6
+                   and not e.explained]
+    assert unexplained == []
+
+
 def test_a_believed_delay_gives_way_only_to_a_sustained_clearly_better_one() -> None:
     """Two estimates of a wrong delay in background talk must not throw away the learned
     loss (a new delay restarts from the cautious start: the user is taken for our echo)."""
