@@ -62,6 +62,9 @@ back). They take no part in a delay estimate: a talk-over's unconfirmed onset li
 with the reply's start, over a silent microphone, once gave a delay and reset the loss to
 its cautious start, and the talk-over was then taken for our echo (test_webrtc, loaded
 2-core box: no barge-in)."""
+REANCHOR_S = 0.1
+REANCHOR_HOLD_S = 0.3
+"""MicClock: how far behind its timeline, for how long, before it starts again."""
 AUDIBLE = 1e-7
 """A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
@@ -104,18 +107,34 @@ class Echo:
         return self.residual < self.echo
 
 
-class _Clock:
+class MicClock:
     """Smooths microphone frame times: frames arrive in bursts behind a jitter buffer,
-    but each is 20 ms of audio, so the least-delayed arrivals define the timeline."""
+    but each is 20 ms of audio, so the least-delayed arrivals define the timeline.
+
+    Frames that never arrive (a sender that stalled and started again from now, packets
+    lost) put every later one behind that timeline for good: once they have all been more
+    than REANCHOR_S behind it for REANCHOR_HOLD_S of arrivals, the timeline starts again
+    from them (else our echo was looked for up to 5 s too early). A burst after a stalled
+    loop (everything late, then caught up) is over long before that."""
 
     def __init__(self, frames: int = 250) -> None:
         self._offsets: deque[float] = deque(maxlen=frames)
         self._n = 0
+        self._behind_since: float | None = None
 
     def tick(self, t: float) -> float:
         step = self._n * FRAME_MS / 1000
-        self._offsets.append(t - step)
+        offset = t - step
+        self._offsets.append(offset)
         self._n += 1
+        if offset - min(self._offsets) <= REANCHOR_S:
+            self._behind_since = None
+        elif self._behind_since is None:
+            self._behind_since = t
+        elif t - self._behind_since >= REANCHOR_HOLD_S:
+            self._offsets.clear()
+            self._offsets.append(offset)
+            self._behind_since = None
         return min(self._offsets) + step
 
 
@@ -136,7 +155,7 @@ class EchoGuard:
         self._far_t: deque[float] = deque(maxlen=int((max_delay_s + 3.5) * 1000 / FRAME_MS))
         self._far: deque[Bands] = deque(maxlen=self._far_t.maxlen)
         self._far_peak = np.zeros(len(BAND_EDGES_HZ) - 1)
-        self._mic = _Clock()
+        self._mic = MicClock()
         self._near_t: deque[float] = deque(maxlen=150)
         self._near_db: deque[float] = deque(maxlen=150)
         self._near_user: deque[bool] = deque(maxlen=150)

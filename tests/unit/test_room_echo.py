@@ -9,7 +9,7 @@ import pytest
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_SAMPLES
 from pipeline.room.delay import jump_believed
-from pipeline.room.echo import Echo, EchoGuard, band_energies
+from pipeline.room.echo import Echo, EchoGuard, MicClock, band_energies
 
 DT = 0.02
 
@@ -213,3 +213,19 @@ def test_a_talk_over_onset_is_given_back_from_the_learned_loss() -> None:
         mic = far[k - 8] * 10 ** (-10 / 20) + rng.standard_normal(FRAME_SAMPLES) * 0.07 * 32767
         step(guard, k, far[k], mic, user=k >= 108)
     assert np.all(np.abs(guard.gain_db - learned) < 1.5), guard.gain_db - learned
+
+
+def test_the_microphone_clock_smooths_bursts_and_starts_again_after_lost_frames() -> None:
+    clock = MicClock()
+    times = [clock.tick(1.0 + k * DT) for k in range(100)]
+    assert times[-1] == pytest.approx(1.0 + 99 * DT)
+    # A stalled loop: frames 100-124 (due from 3.0 s) all taken at 3.5 s: none lost, the
+    # timeline holds through the burst and after it.
+    burst = [clock.tick(3.5) for _ in range(25)]
+    assert burst[0] == pytest.approx(3.0) and burst[-1] == pytest.approx(3.48)
+    on_time = [clock.tick(3.5 + k * DT) for k in range(25)]
+    assert on_time[-1] == pytest.approx(3.5 + 24 * DT)
+    # The sender stalled 0.5 s and started again from then: 25 frames never came.
+    after = [clock.tick(4.0 + 0.5 + k * DT) for k in range(40)]
+    assert after[0] == pytest.approx(4.0)  # at first, still the old timeline
+    assert after[-1] == pytest.approx(4.5 + 39 * DT, abs=0.001)  # then the frames' own
