@@ -23,6 +23,10 @@ delay restarts the guard's loss from its cautious start, deaf to the user for ~1
 background talk the envelope correlation found a wrong delay for two estimates now and
 then (0.32 s → 0.12, 0.02 s), and a talk-over just after it was taken for our echo (room
 bench, echo and talk: 1.6 s)."""
+SMOOTHING = 0.3
+"""Each estimate's correlations count this much against the ones before (~0.6 s memory):
+the right delay scores high window after window, a chance one in a few (background talk
+and our echo together: 0.32 s believed, then 0.18 and 0.00 s, and our echo cut a reply)."""
 ECHO_FRAMES = 10
 ECHO_SHARE = 0.5
 """A delay is believed only where the microphone heard something at that delay: of the
@@ -44,26 +48,37 @@ class HeardFrames:
     """The gate took it as the user: it says nothing of our echo."""
 
 
+@dataclass(frozen=True)
+class Estimate:
+    scores: Floats
+    """The envelope correlation at every lag tried (FRAME_MS apart from 0), smoothed."""
+    delay_s: float | None
+    """The lag that stands out, where something was heard; None if none does."""
+
+
 def estimate_delay(heard: HeardFrames, far_t: Floats, far_db: Floats, max_delay_s: float, *,
-                   nothing_back_db: float) -> tuple[float, Floats] | None:
-    """The delay (s) whose played envelope correlates best with the heard one, and the
-    correlation at every lag tried (FRAME_MS apart from 0); None when nothing stands out,
-    or nothing was heard at that delay."""
+                   nothing_back_db: float, earlier: Floats | None = None) -> Estimate | None:
+    """Correlate the played envelope at each lag with the heard one (`earlier`: the last
+    estimate's smoothed scores, SMOOTHING); None when this window cannot tell."""
     envelope = played_envelope(heard.t, far_t, far_db, max_delay_s)
     if envelope is None or heard.user.mean() > 0.5:
         return None  # nothing played that can echo here, or mostly the user talking
     lags, far_env = envelope
-    near_env = np.maximum(heard.db, heard.db.max() - 40)
-    near_env[heard.user] = near_env.min()  # the user's frames say nothing of the delay
-    scores = np.array([_correlation(row, near_env) for row in far_env])
+    # The user's frames say nothing of the delay: left out (not floored, which made holes
+    # where the user spoke, and in background talk the holes lined up with played ones).
+    ours = ~heard.user
+    near_env = np.maximum(heard.db[ours], heard.db[ours].max() - 40)
+    scores = np.array([_correlation(row[ours], near_env) for row in far_env])
+    if earlier is not None and len(earlier) == len(scores):
+        scores = (1 - SMOOTHING) * earlier + SMOOTHING * scores
     best = int(np.argmax(scores))
     if scores[best] < 0.5 or scores[best] - float(np.median(scores)) < 0.15:
-        return None
-    loud = (far_env[best] >= far_env.max() - 20) & ~heard.user
+        return Estimate(scores, None)
+    loud = (far_env[best] >= far_env.max() - 20) & ours
     echoed = loud & (heard.db >= far_env[best] - nothing_back_db)
     if int(echoed.sum()) < max(ECHO_FRAMES, ECHO_SHARE * int(loud.sum())):
-        return None  # little was heard at that delay: a chance correlation
-    return float(lags[best]), scores
+        return Estimate(scores, None)  # little was heard at that delay: chance
+    return Estimate(scores, float(lags[best]))
 
 
 def played_envelope(near_t: Floats, far_t: Floats, far_db: Floats,

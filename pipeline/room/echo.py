@@ -176,6 +176,8 @@ class EchoGuard:
         """Estimates in a row that agreed with the candidate."""
         self._gain_known = False
         """The loss has been learned (not the cautious start)."""
+        self._scores: npt.NDArray[np.float64] | None = None
+        """The delay estimates' smoothed correlations per lag (pipeline.room.delay)."""
         self._audible_since: float | None = None
         """When this run of playing first played something audible."""
         self._quiet: list[Bands] | None = None
@@ -349,9 +351,12 @@ class EchoGuard:
                       np.fromiter(self._near_user, bool, count=len(self._near_user))[:settled])
         far_db = 10 * np.log10(np.maximum(np.stack(self._far).sum(axis=1), TINY))
         found = estimate_delay(heard, np.fromiter(self._far_t, float), far_db,
-                               self.max_delay_s, nothing_back_db=-10 * np.log10(NOTHING_BACK))
+                               self.max_delay_s, nothing_back_db=-10 * np.log10(NOTHING_BACK),
+                               earlier=self._scores)
         if found is not None:
-            self._believe(*found)
+            self._scores = found.scores
+            if found.delay_s is not None:
+                self._believe(found.delay_s, found.scores)
 
     def _believe(self, delay: float, scores: npt.NDArray[np.float64]) -> None:
         """An estimate of `delay` (`scores`: the correlation at each lag): believed once
