@@ -44,7 +44,6 @@ NOT_CAUGHT = "Sorry, I didn't catch that."
 """Said when the LLM's only answer is a tool call that cannot be made (never the call)."""
 
 
-
 @dataclass(frozen=True)
 class Models:
     """The model calls a reply needs, each with the worker that runs it."""

@@ -108,9 +108,10 @@ def request_for(call_text: str, transcript: str) -> str | None:
 def _decode(text: str) -> Any:
     """The JSON object `text` starts with; one or two closing braces may be missing (the
     0.5B sometimes stops before the last one)."""
+    body = text.rstrip().removesuffix("```").rstrip()
     for tail in ("", "}", "}}"):
         try:
-            return json.JSONDecoder().raw_decode(text.rstrip().removesuffix("```").rstrip() + tail)[0]
+            return json.JSONDecoder().raw_decode(body + tail)[0]
         except ValueError:
             continue
     raise ValueError("not a JSON object")
