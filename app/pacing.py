@@ -94,4 +94,3 @@ class FrameClock:
         self._pacer.sent(self._clock())
         pts, self._pts = self._pts, self._pts + self.frame_samples
         return pts
-

@@ -87,4 +87,3 @@ class SeqResponder(LlamaResponder):
 
     def close(self) -> None:
         self.shared.forget(self.key)
-

@@ -397,5 +397,3 @@ class Conversation:
             self.on_turn(turn)
         if self._reply is reply:
             self._reply = None
-
-

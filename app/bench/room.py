@@ -8,11 +8,11 @@ In the conditions with talk-overs, the user also asks a question that gets a lon
 and talks over it.
 
 Per condition: turns, phantom turns (a turn that is not one of the questions asked, or a
-question's second turn), lost questions (no turn), WER of the transcripts (a lost
-question counts as all words deleted), self-interruptions (a barge-in while the user was
-silent), talk-overs honoured (a barge-in while the user talked over the reply) with the
-time from the user's first sound to the reply's last audible audio at the client, and
-client TTFA p50/p95 of the questions.
+question's second turn; turns are matched to questions in order: app.bench.room_score),
+lost questions (no turn), WER of the transcripts (a lost question counts as all words
+deleted), self-interruptions (a barge-in while the user was silent), talk-overs honoured
+(a barge-in while the user talked over the reply) with the time from the user's first sound
+to the reply's last audible audio at the client, and client TTFA p50/p95 of the questions.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from app.bench.asr import normalise
 from app.bench.latency import Utterance
 from app.bench.room_report import pair_with_clean, report
+from app.bench.room_score import Asked, summarize
 from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
 from app.client import ENERGY_DBFS, Client
 from app.process import ServerProcess
@@ -78,33 +78,6 @@ GAP_S = 1.0
 
 
 @dataclass
-class Asked:
-    """One spoken question, on the shared clock."""
-
-    text: str
-    start: float
-    """Its first sound left the client."""
-    end: float
-    """Its last sound left the client."""
-    talk_over: bool = False
-    lead_in: bool = False
-    """Asked only to be talked over (the long ask before a talk-over): not one of the
-    condition's questions, so out of its WER and TTFA — every condition's are over the
-    same questions."""
-    stopped_ms: float | None = None
-    """Talk-over: its first sound → the reply's last audible frame at the client (None: the
-    reply had ended, or was not interrupted)."""
-    ttfa_ms: float | None = None
-    quiet_before_ms: float | None = None
-    """Talk-over: how long the reply had been quiet at the client when it began (a gap
-    between clauses, or its end)."""
-    over_reply: bool = True
-    """Talk-over: the reply was playing when it began and had more to play than a barge-in
-    takes (a one-sentence story can end by itself under it: such a talk-over tests nothing
-    and is counted apart)."""
-
-
-@dataclass
 class ConditionResult:
     condition: Condition
     asked: list[Asked] = field(default_factory=list)
@@ -120,65 +93,6 @@ def parse_conditions(spec: str | None) -> list[Condition]:
         raise ValueError(f"--room: unknown condition {', '.join(unknown)}; choose from "
                          f"{', '.join(CONDITIONS)}")
     return [CONDITIONS[n] for n in names]
-
-
-def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Phantoms, lost questions and WER (of the questions not said over a reply; numbers
-    count as the same words however written: app.bench.asr.normalise),
-    self-interruptions, talk-overs (honoured, then answered) and TTFA (pure)."""
-    import jiwer
-
-    turns = [e for e in events if e["type"] == "turn"]
-    owners = [_owner(asked, e.get("speech_end_t", e["received"])) for e in turns]
-    heard: dict[int, list[str]] = {}
-    for owner, turn in zip(owners, turns, strict=True):
-        if owner is not None:
-            heard.setdefault(owner, []).append(str(turn.get("transcript", "")))
-    phantom = owners.count(None) + sum(len(v) - 1 for v in heard.values())
-    plain = [i for i, a in enumerate(asked) if not a.talk_over and not a.lead_in]
-    refs = [normalise(asked[i].text) for i in plain]
-    hyps = [normalise(" ".join(heard.get(i, []))) for i in plain]
-    words = sum(len(r.split()) for r in refs)
-    errors = sum(jiwer.process_words(r, h).wer * len(r.split()) if h else len(r.split())
-                 for r, h in zip(refs, hyps, strict=True))
-    barge = [e["received"] for e in events if e["type"] == "barge_in"]
-    talking = [(a.start, a.end + 0.6) for a in asked]
-    self_cuts = sum(not any(s <= t <= e for s, e in talking) for t in barge)
-    overs = [a for a in asked if a.talk_over and a.over_reply]
-    honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
-    ttfa = [ttfa_ms for i in plain if (ttfa_ms := asked[i].ttfa_ms) is not None]
-    answered = {owner: turn for owner, turn in zip(owners, turns, strict=True)
-                if owner is not None and owner in plain}
-    skill_ttfa = [ttfa_ms for i, turn in answered.items()
-                  if turn.get("skill") and (ttfa_ms := asked[i].ttfa_ms) is not None]
-    waits = [float(turn["timeline_ms"]["endpoint"]) for turn in answered.values()
-             if "endpoint" in (turn.get("timeline_ms") or {})]
-    out: dict[str, Any] = {
-        "questions": len(plain), "turns": len(turns), "phantom_turns": phantom,
-        "lost": sum(i not in heard for i in plain),
-        "wer": round(errors / max(1, words), 3), "self_interruptions": self_cuts,
-        "talk_overs": len(overs), "talk_overs_honoured": len(honoured),
-        "talk_overs_answered": sum(i in heard for i, a in enumerate(asked) if a.talk_over),
-        "stop_ms": [a.stopped_ms for a in overs],
-        "talk_overs_after_reply": sum(a.talk_over and not a.over_reply for a in asked),
-    }
-    if ttfa:
-        p50, p95 = np.percentile(ttfa, [50, 95])
-        out["ttfa_client"] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}
-    if skill_ttfa:  # the room's own latency: a skill answers in milliseconds, an LLM varies
-        out["ttfa_client_skill"] = {"n": len(skill_ttfa),
-                                    "p50": round(float(np.percentile(skill_ttfa, 50)), 1)}
-    if waits:
-        out["endpoint_ms_p50"] = round(float(np.percentile(waits, 50)), 1)
-    return out
-
-
-def _owner(asked: Sequence[Asked], speech_end: float) -> int | None:
-    """The question whose speech a turn's end of speech falls in (or just after)."""
-    for index, a in enumerate(asked):
-        if a.start - 0.3 <= speech_end <= a.end + 1.0:
-            return index
-    return None
 
 
 async def _ask(client: Client, utterance: Utterance) -> Asked:

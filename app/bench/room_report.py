@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from app.bench.room import Asked, ConditionResult
+    from app.bench.room import ConditionResult
+    from app.bench.room_score import Asked
 
 
 def pair_with_clean(results: Sequence[ConditionResult]) -> None:

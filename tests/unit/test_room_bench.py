@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench.room import Asked, parse_conditions, summarize
+from app.bench.room import parse_conditions
+from app.bench.room_score import Asked, summarize
 from app.bench.room_sounds import RoomMix, active_rms, impulse_response, pink_noise, scaled
 from pipeline.events import FRAME_SAMPLES
 
@@ -218,3 +219,23 @@ def test_a_reply_held_before_its_barge_in_stopped_when_it_went_quiet_not_after_t
     held = frames(-2.0, 0.3) + frames(0.3, 3.5, -90) + frames(3.5, 7.4)
     assert stopped_at(held, 0.0, 0.67) == pytest.approx(0.28)  # held at 0.3, barge-in at 0.67
     assert stopped_at(frames(1.0, 3.0, -90), 1.0, 1.5) is None  # nothing audible
+
+
+def test_a_question_heard_late_and_misheard_is_that_question_not_a_phantom_and_a_loss() -> None:
+    # Background talk held the floor 1.5 s past the question's end: the turn that ends
+    # then is the question, misheard ("to all of you"), not a phantom plus a lost question.
+    asked = [Asked("Send a message to Olivia", 1.0, 3.0), Asked("one two", 10.0, 11.0)]
+    events = [turn(4.5, "Send a message to all of you"), turn(11.1, "one two")]
+    summary = summarize(asked, events)
+    assert summary["phantom_turns"] == 0 and summary["lost"] == 0
+    assert 0.0 < summary["wer"] < 0.5
+
+
+def test_a_late_turn_sharing_no_word_with_the_question_is_the_rooms() -> None:
+    asked = [Asked("one two three", 1.0, 2.0), Asked("four five", 10.0, 11.0)]
+    events = [turn(5.0, "council"), turn(6.0, "one two three four"), turn(11.1, "four five")]
+    summary = summarize(asked, events)
+    # the later turn sharing the question's words is it; "council" is a phantom
+    assert summary["phantom_turns"] == 1 and summary["lost"] == 0
+    summary = summarize(asked, [turn(5.0, "council"), turn(11.1, "four five")])
+    assert summary["phantom_turns"] == 1 and summary["lost"] == 1

@@ -399,4 +399,3 @@ class RealtimeSession:
         conversation = self.conversation
         if self.response is not None and conversation is not None and not conversation.busy:
             self.close_response()
-

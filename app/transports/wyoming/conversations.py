@@ -167,4 +167,3 @@ async def _until(stop: asyncio.Event) -> AsyncIterator[AudioFrame]:
     nothing: tuple[AudioFrame, ...] = ()
     for frame in nothing:  # (an async generator that yields nothing)
         yield frame
-
