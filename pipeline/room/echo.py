@@ -22,8 +22,10 @@ and converges from there, so an unknown room never makes the assistant interrupt
            gate did not take as the user (double talk would teach it the user's voice;
            a talk-over's first frames, before the gate confirmed them, are given back),
            from 0.7 s of such frames before it replaces the cautious start (20 frames gave
-           a loss 10 dB too low in 5 of 30 first replies, 35 in none) — or at once when a
-           run of playing heard nothing at all for max_delay_s (headphones)
+           a loss 10 dB too low in 5 of 30 first replies, 35 in none; meanwhile, once the
+           delay is known, a provisional loss from 10 frames with 3 dB more head-room:
+           EARLY_FRAMES) — or at once when a run of playing heard nothing at all for
+           max_delay_s (headphones)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy.typing as npt
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from pipeline.room.clock import MicClock
 from pipeline.room.delay import HeardFrames, estimate_delay, jump_believed
 
 log = logging.getLogger(__name__)
@@ -62,9 +65,16 @@ back). They take no part in a delay estimate: a talk-over's unconfirmed onset li
 with the reply's start, over a silent microphone, once gave a delay and reset the loss to
 its cautious start, and the talk-over was then taken for our echo (test_webrtc, loaded
 2-core box: no barge-in)."""
-REANCHOR_S = 0.1
-REANCHOR_HOLD_S = 0.3
-"""MicClock: how far behind its timeline, for how long, before it starts again."""
+EARLY_FRAMES = 10
+EARLY_PERCENTILE = 90.0
+EARLY_MARGIN_DB = 3.0
+"""Once the delay is known, 10 frames (0.2 s) at it give a provisional loss, 3 dB over
+their 90th percentile, until the usual 35: the cautious start (the echo as loud as what
+was played) is deaf to a user no louder than the reply, and it lasted ~0.7 s past the
+delay. A session's first reply talked over 0.6-1.5 s in, an echo 10 dB down (offline, 4
+replies x 2 delays x plain/reverberant): held after a median 560 → 360 ms of speech; the
+echo alone, 0 to -10 dB, 0.16-0.5 s, plain or reverberant (96 replies), confirmed no
+speech either way."""
 AUDIBLE = 1e-7
 """A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
@@ -107,37 +117,6 @@ class Echo:
         return self.residual < self.echo
 
 
-class MicClock:
-    """Smooths microphone frame times: frames arrive in bursts behind a jitter buffer,
-    but each is 20 ms of audio, so the least-delayed arrivals define the timeline.
-
-    Frames that never arrive (a sender that stalled and started again from now, packets
-    lost) put every later one behind that timeline for good: once they have all been more
-    than REANCHOR_S behind it for REANCHOR_HOLD_S of arrivals, the timeline starts again
-    from them (else our echo was looked for up to 5 s too early). A burst after a stalled
-    loop (everything late, then caught up) is over long before that."""
-
-    def __init__(self, frames: int = 250) -> None:
-        self._offsets: deque[float] = deque(maxlen=frames)
-        self._n = 0
-        self._behind_since: float | None = None
-
-    def tick(self, t: float) -> float:
-        step = self._n * FRAME_MS / 1000
-        offset = t - step
-        self._offsets.append(offset)
-        self._n += 1
-        if offset - min(self._offsets) <= REANCHOR_S:
-            self._behind_since = None
-        elif self._behind_since is None:
-            self._behind_since = t
-        elif t - self._behind_since >= REANCHOR_HOLD_S:
-            self._offsets.clear()
-            self._offsets.append(offset)
-            self._behind_since = None
-        return min(self._offsets) + step
-
-
 class EchoGuard:
     """Predicts the echo of played audio in the microphone. Not thread-safe; ~0.1 ms a frame.
 
@@ -169,7 +148,6 @@ class EchoGuard:
         self._off_until = -1.0
         self._last_pop = -1.0
         self._quick = 0
-        self._run_start = 0.0
         self._candidate: float | None = None
         """The last estimate of the delay: one is believed only when the next agrees."""
         self._run = 0
@@ -217,8 +195,7 @@ class EchoGuard:
             return
         bands = band_energies(pcm)
         if not self._far_t or t - self._far_t[-1] > 0.1:
-            self._run_start = t  # playing starts (again) after a pause
-            self._quiet, self._audible_since = [], None
+            self._quiet, self._audible_since = [], None  # playing starts (again)
         if self._audible_since is None and bands.sum() >= AUDIBLE:
             self._audible_since = t
         self._far_t.append(t)
@@ -240,11 +217,15 @@ class EchoGuard:
             self._last = None
             return Echo(total, 0.0, total)
         predicted = far * self._gain * self.margin
-        # Until the delay is known, a frame teaches the loss only once playing has gone on
-        # for longer than any delay: before that its echo may not have arrived yet. (Where
-        # no echo ever comes back — headphones, a client that cancels it — no delay is
-        # found, and this is how the guard learns there is nothing to discount.)
-        settled = self.delay_s is not None or t - self._run_start >= self.max_delay_s
+        # Until the delay is known, a frame teaches the loss only once playing has been
+        # audible for longer than any delay: before that its echo may not have arrived yet.
+        # (Where no echo ever comes back — headphones, a client that cancels it — no delay
+        # is found, and this is how the guard learns there is nothing to discount.) Counted
+        # from the first audible frame: a transport that reports the silence it plays
+        # taught "nothing comes back" from a reply's first frames, before its echo came.
+        audible = self._audible_since
+        settled = self.delay_s is not None or (
+            audible is not None and t - audible >= self.max_delay_s)
         self._last = (near, far) if settled else None
         self._hear_quiet(near, far, t)
         residual = float(np.maximum(near - predicted, 0.0).sum())
@@ -300,6 +281,10 @@ class EchoGuard:
         self._learned.clear()
         if given_back and self._ratios and self._gain_known:
             self._update_gain(enough=len(self._ratios))  # as learned without them
+        elif given_back:
+            self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
+            if self._ratios:
+                self._update_gain()
 
     def _learn_ratio(self, near: Bands, far: Bands) -> bool:
         loud = far >= self._far_peak * 0.01  # within 20 dB of the reply's loudest
@@ -316,15 +301,28 @@ class EchoGuard:
             enough = self._min_history
             if len(self._ratios) < enough and np.nanmax(stacked) < NOTHING_BACK:
                 enough = NOTHING_BACK_FRAMES  # nothing comes back at all: no need to wait
-        if len(self._ratios) >= enough:
-            counted = np.sum(~np.isnan(stacked), axis=0) >= enough // 2
-            p90 = np.nanpercentile(np.where(counted, stacked, 1.0), 90, axis=0)
-            was_nothing = self.nothing_comes_back
-            self._gain = np.where(counted, np.minimum(p90, 10.0), self._gain)
-            self._gain_known = True
-            if self.nothing_comes_back != was_nothing:
-                log.debug("echo guard: %s", "nothing comes back" if not was_nothing
-                          else "an echo comes back after all")
+        if len(self._ratios) < enough:
+            self._early_gain(stacked)
+            return
+        counted = np.sum(~np.isnan(stacked), axis=0) >= enough // 2
+        p90 = np.nanpercentile(np.where(counted, stacked, 1.0), 90, axis=0)
+        was_nothing = self.nothing_comes_back
+        self._gain = np.where(counted, np.minimum(p90, 10.0), self._gain)
+        self._gain_known = True
+        if self.nothing_comes_back != was_nothing:
+            log.debug("echo guard: %s", "nothing comes back" if not was_nothing
+                      else "an echo comes back after all")
+
+    def _early_gain(self, stacked: npt.NDArray[np.float64]) -> None:
+        """Before enough frames: once the delay is known, EARLY_FRAMES give a provisional
+        loss, EARLY_MARGIN_DB over their EARLY_PERCENTILE, never above the cautious start
+        (as loud as what was played)."""
+        if self.delay_s is None or self._gain_known or len(stacked) < EARLY_FRAMES:
+            return
+        counted = np.sum(~np.isnan(stacked), axis=0) >= EARLY_FRAMES // 2
+        high = np.nanpercentile(np.where(counted, stacked, 1.0), EARLY_PERCENTILE, axis=0)
+        early = np.minimum(high * 10 ** (EARLY_MARGIN_DB / 10), 1.0)
+        self._gain = np.where(counted, early, 1.0)
 
     def _far_at(self, t: float) -> Bands | None:
         """The loudest played bands that can be echoing at `t`: around t - delay once it

@@ -1,0 +1,43 @@
+"""The microphone's timeline: when each heard frame was captured, on the server's clock
+(pipeline.room.echo looks for our echo at played time + delay on it)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pipeline.events import FRAME_MS
+
+REANCHOR_S = 0.1
+REANCHOR_HOLD_S = 0.3
+"""MicClock: how far behind its timeline, for how long, before it starts again."""
+
+
+class MicClock:
+    """Smooths microphone frame times: frames arrive in bursts behind a jitter buffer,
+    but each is 20 ms of audio, so the least-delayed arrivals define the timeline.
+
+    Frames that never arrive (a sender that stalled and started again from now, packets
+    lost) put every later one behind that timeline for good: once they have all been more
+    than REANCHOR_S behind it for REANCHOR_HOLD_S of arrivals, the timeline starts again
+    from them (else our echo was looked for up to 5 s too early). A burst after a stalled
+    loop (everything late, then caught up) is over long before that."""
+
+    def __init__(self, frames: int = 250) -> None:
+        self._offsets: deque[float] = deque(maxlen=frames)
+        self._n = 0
+        self._behind_since: float | None = None
+
+    def tick(self, t: float) -> float:
+        step = self._n * FRAME_MS / 1000
+        offset = t - step
+        self._offsets.append(offset)
+        self._n += 1
+        if offset - min(self._offsets) <= REANCHOR_S:
+            self._behind_since = None
+        elif self._behind_since is None:
+            self._behind_since = t
+        elif t - self._behind_since >= REANCHOR_HOLD_S:
+            self._offsets.clear()
+            self._offsets.append(offset)
+            self._behind_since = None
+        return min(self._offsets) + step
