@@ -281,7 +281,7 @@ class EchoGuard:
         self._learned.clear()
         if given_back and self._ratios and self._gain_known:
             self._update_gain(enough=len(self._ratios))  # as learned without them
-        elif given_back:
+        elif given_back and not self._gain_known:  # a provisional loss, without them
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
             if self._ratios:
                 self._update_gain()

@@ -262,3 +262,20 @@ def test_the_microphone_clock_smooths_bursts_and_starts_again_after_lost_frames(
     after = [clock.tick(4.0 + 0.5 + k * DT) for k in range(40)]
     assert after[0] == pytest.approx(4.0)  # at first, still the old timeline
     assert after[-1] == pytest.approx(4.5 + 39 * DT, abs=0.001)  # then the frames' own
+
+
+def test_a_talk_over_onset_is_given_back_from_a_provisional_loss_too() -> None:
+    """Before the usual 35 frames, the provisional loss (EARLY_FRAMES) is recomputed without
+    a talk-over's unconfirmed first frames once the gate confirms it."""
+    far = speechlike(160, 23)
+    known = _delay_known_at(far)
+    guard = EchoGuard()
+    run(guard, far[: known + 15], delay=8, gain_db=-10)
+    assert guard.delay_s is not None
+    provisional = guard.gain_db.copy()
+    assert np.all(provisional < -2)  # no longer the cautious start (0 dB)
+    rng = np.random.default_rng(24)
+    for k in range(known + 15, known + 22):  # a user as loud as what is played
+        mic = far[k - 8] * 10 ** (-10 / 20) + rng.standard_normal(FRAME_SAMPLES) * 0.07 * 32767
+        step(guard, k, far[k], mic, user=k >= known + 21)
+    assert np.all(np.abs(guard.gain_db - provisional) < 1.5), guard.gain_db - provisional
