@@ -72,9 +72,10 @@ EARLY_MARGIN_DB = 3.0
 their 90th percentile, until the usual 35: the cautious start (the echo as loud as what
 was played) is deaf to a user no louder than the reply, and it lasted ~0.7 s past the
 delay. A session's first reply talked over 0.6-1.5 s in, an echo 10 dB down (offline, 4
-replies x 2 delays x plain/reverberant): held after a median 560 → 360 ms of speech; the
-echo alone, 0 to -10 dB, 0.16-0.5 s, plain or reverberant (96 replies), confirmed no
-speech either way."""
+replies x 2 delays x plain/reverberant): held after a median 460 → 360 ms of speech, 25 →
+37 of 80 within 300 ms; the echo alone, 0 to -10 dB, 0.16-0.5 s, plain or reverberant (96
+replies), confirmed no speech either way. Only for a session's first delay: one that replaced a believed delay
+may be a chance one (background talk), and 0.2 s of frames at it are no proof."""
 AUDIBLE = 1e-7
 """A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
@@ -160,6 +161,15 @@ class EchoGuard:
         """When this run of playing first played something audible."""
         self._quiet: list[Bands] | None = None
         """This run of playing's frames so far, while none heard anything (`_hear_quiet`)."""
+        self._run_start = 0.0
+        self._heard_t = 0.0
+        self._last_audible = -1e9
+        """When something audible was last played: no delay is estimated once nothing
+        played can echo any more (after a reply, in background talk, the correlation found
+        0.96 s instead of 0.32 three times in a row; the loss learned at it let our echo
+        cut the next reply)."""
+        self._moved = False
+        """A believed delay gave way to another: no provisional loss (`_early_gain`) since."""
         self._learned: deque[bool] = deque(maxlen=PENDING_FRAMES)
         """Per recent frame: `learn` took a ratio from it (given back if it was the user)."""
 
@@ -195,9 +205,12 @@ class EchoGuard:
             return
         bands = band_energies(pcm)
         if not self._far_t or t - self._far_t[-1] > 0.1:
-            self._quiet, self._audible_since = [], None  # playing starts (again)
-        if self._audible_since is None and bands.sum() >= AUDIBLE:
-            self._audible_since = t
+            self._run_start = t  # playing starts (again) after a pause
+            self._quiet, self._audible_since = [], None
+        if bands.sum() >= AUDIBLE:
+            self._last_audible = t
+            if self._audible_since is None:
+                self._audible_since = t
         self._far_t.append(t)
         self._far.append(bands)
         self._far_peak = np.maximum(self._far_peak * 0.995, bands)
@@ -210,22 +223,19 @@ class EchoGuard:
         self._near_db.append(dbfs(total))
         self._near_user.append(False)
         self._frames += 1
-        if self._frames % 10 == 0:
-            self._estimate_delay()
+        if self._frames % 10 == 0 and t - self._last_audible <= self.max_delay_s + self.smear_s:
+            self._estimate_delay()  # only while something played can still echo
         far = self._far_at(t)
         if far is None:
             self._last = None
             return Echo(total, 0.0, total)
         predicted = far * self._gain * self.margin
-        # Until the delay is known, a frame teaches the loss only once playing has been
-        # audible for longer than any delay: before that its echo may not have arrived yet.
-        # (Where no echo ever comes back — headphones, a client that cancels it — no delay
-        # is found, and this is how the guard learns there is nothing to discount.) Counted
-        # from the first audible frame: a transport that reports the silence it plays
-        # taught "nothing comes back" from a reply's first frames, before its echo came.
-        audible = self._audible_since
-        settled = self.delay_s is not None or (
-            audible is not None and t - audible >= self.max_delay_s)
+        # Until the delay is known, a frame teaches the loss only once playing has gone on
+        # for longer than any delay: before that its echo may not have arrived yet. (Where
+        # no echo ever comes back — headphones, a client that cancels it — no delay is
+        # found, and this is how the guard learns there is nothing to discount.)
+        settled = self.delay_s is not None or t - self._run_start >= self.max_delay_s
+        self._heard_t = t
         self._last = (near, far) if settled else None
         self._hear_quiet(near, far, t)
         residual = float(np.maximum(near - predicted, 0.0).sum())
@@ -281,14 +291,12 @@ class EchoGuard:
         self._learned.clear()
         if given_back and self._ratios and self._gain_known:
             self._update_gain(enough=len(self._ratios))  # as learned without them
-        elif given_back and not self._gain_known:  # a provisional loss, without them
-            self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
-            if self._ratios:
-                self._update_gain()
+        elif given_back and not self._gain_known and self._ratios:
+            self._early_gain(np.stack(self._ratios), least=EARLY_FRAMES // 2)  # without them
 
     def _learn_ratio(self, near: Bands, far: Bands) -> bool:
         loud = far >= self._far_peak * 0.01  # within 20 dB of the reply's loudest
-        if not loud.any():
+        if far.sum() < AUDIBLE or not loud.any():  # silence played proves nothing
             return False
         ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
         self._ratios.append(ratio)
@@ -299,8 +307,13 @@ class EchoGuard:
         stacked = np.stack(self._ratios)
         if enough is None:
             enough = self._min_history
-            if len(self._ratios) < enough and np.nanmax(stacked) < NOTHING_BACK:
-                enough = NOTHING_BACK_FRAMES  # nothing comes back at all: no need to wait
+            audible = self._audible_since
+            if (len(self._ratios) < enough and np.nanmax(stacked) < NOTHING_BACK
+                    and audible is not None and self._heard_t - audible >= self.max_delay_s):
+                # Nothing comes back at all: no need to wait. Not before playing has been
+                # audible for longer than any delay: a transport that reports the silence
+                # it plays taught it from a reply's first frames, before their echo came.
+                enough = NOTHING_BACK_FRAMES
         if len(self._ratios) < enough:
             self._early_gain(stacked)
             return
@@ -313,13 +326,16 @@ class EchoGuard:
             log.debug("echo guard: %s", "nothing comes back" if not was_nothing
                       else "an echo comes back after all")
 
-    def _early_gain(self, stacked: npt.NDArray[np.float64]) -> None:
+    def _early_gain(self, stacked: npt.NDArray[np.float64], least: int | None = None) -> None:
         """Before enough frames: once the delay is known, EARLY_FRAMES give a provisional
         loss, EARLY_MARGIN_DB over their EARLY_PERCENTILE, never above the cautious start
-        (as loud as what was played)."""
-        if self.delay_s is None or self._gain_known or len(stacked) < EARLY_FRAMES:
+        (as loud as what was played). A talk-over's onset given back leaves fewer: `least`
+        (going back to the cautious start then took the talk-over for our echo)."""
+        least = EARLY_FRAMES if least is None else least
+        if (self.delay_s is None or self._gain_known or self._moved
+                or len(stacked) < least):
             return
-        counted = np.sum(~np.isnan(stacked), axis=0) >= EARLY_FRAMES // 2
+        counted = np.sum(~np.isnan(stacked), axis=0) >= least // 2
         high = np.nanpercentile(np.where(counted, stacked, 1.0), EARLY_PERCENTILE, axis=0)
         early = np.minimum(high * 10 ** (EARLY_MARGIN_DB / 10), 1.0)
         self._gain = np.where(counted, early, 1.0)
@@ -373,6 +389,7 @@ class EchoGuard:
             log.debug("echo guard: delay %.2f s (was %s), correlation %.2f", delay,
                       self.delay_s, best)
             # The loss was learned against other played frames: start cautious again.
+            self._moved = self.delay_s is not None
             self._ratios.clear()
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
             self._gain_known = False

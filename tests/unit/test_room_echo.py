@@ -279,3 +279,60 @@ def test_a_talk_over_onset_is_given_back_from_a_provisional_loss_too() -> None:
         mic = far[k - 8] * 10 ** (-10 / 20) + rng.standard_normal(FRAME_SAMPLES) * 0.07 * 32767
         step(guard, k, far[k], mic, user=k >= known + 21)
     assert np.all(np.abs(guard.gain_db - provisional) < 1.5), guard.gain_db - provisional
+
+
+def test_no_delay_is_estimated_once_nothing_played_can_echo(monkeypatch) -> None:
+    """After a reply, in background talk, the envelope correlation found a wrong delay
+    three times in a row (0.96 s for 0.32), and the loss learned at it let our echo cut
+    the next reply: estimates stop max_delay_s after the last audible frame played."""
+    import pipeline.room.echo as echo_module
+
+    calls: list[float] = []
+    real = echo_module.estimate_delay
+
+    def counting(heard, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(float(heard.t[-1]))
+        return real(heard, *args, **kwargs)
+
+    monkeypatch.setattr(echo_module, "estimate_delay", counting)
+    guard = EchoGuard()
+    far = speechlike(150, 25)
+    run(guard, far, delay=8, gain_db=-10)
+    assert calls and guard.delay_s is not None
+    believed, rng = guard.delay_s, np.random.default_rng(26)
+    calls.clear()
+    for k in range(150, 400):  # the room talks on; nothing is played
+        step(guard, k, None, rng.standard_normal(FRAME_SAMPLES) * 0.02 * 32767, user=False)
+    assert calls and max(calls) <= 150 * DT + guard.max_delay_s + guard.smear_s + DT
+    assert guard.delay_s == believed
+
+
+def test_after_the_delay_moved_the_loss_is_learned_in_full_again() -> None:
+    """The provisional loss is for a session's first delay: a delay that replaced a believed
+    one may be a wrong one, and 0.2 s of frames at it are no proof."""
+    guard = EchoGuard()
+    far = speechlike(700, 8)
+    run(guard, far[:300], delay=8, gain_db=-10)
+    delays, gains = [], []
+    for k in range(300, 700):  # the echo path moves: 20 frames now
+        step(guard, k, far[k], far[k - 20].astype(np.float64) * 10 ** (-0.5))
+        delays.append(guard.delay_s)
+        gains.append(float(guard.gain_db.max()))
+    moved = next(i for i, d in enumerate(delays) if d is not None and abs(d - 20 * DT) <= 0.04)
+    assert all(g > -1.0 for g in gains[moved : moved + 30])  # cautious, not provisional
+
+
+def test_silence_played_over_a_silent_microphone_teaches_nothing() -> None:
+    """2 s of silence reported as played, heard as silence (the gate: not the user), then a
+    reply whose echo comes back: the silence taught "nothing comes back", and the reply's
+    echo was then taken for the user from its first word."""
+    guard = EchoGuard()
+    quiet = np.zeros(FRAME_SAMPLES)
+    for k in range(100):
+        step(guard, k, quiet.astype(np.int16), quiet, user=False)
+    assert not guard.nothing_comes_back
+    far = speechlike(100, 27)
+    heard = [step(guard, 100 + k, far[k], far[k - 8] * 10 ** (-0.5) if k >= 8 else quiet,
+                  user=False) for k in range(100)]
+    assert not guard.nothing_comes_back
+    assert [k for k, e in enumerate(heard) if k >= 8 and e.near > 1e-6 and not e.explained] == []
