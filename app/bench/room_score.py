@@ -39,7 +39,6 @@ class Asked:
     and is counted apart)."""
 
 
-
 def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Phantoms, lost questions and WER (of the questions not said over a reply; numbers
     count as the same words however written: app.bench.asr.normalise),

@@ -74,8 +74,9 @@ was played) is deaf to a user no louder than the reply, and it lasted ~0.7 s pas
 delay. A session's first reply talked over 0.6-1.5 s in, an echo 10 dB down (offline, 4
 replies x 2 delays x plain/reverberant): held after a median 460 → 360 ms of speech, 25 →
 37 of 80 within 300 ms; the echo alone, 0 to -10 dB, 0.16-0.5 s, plain or reverberant (96
-replies), confirmed no speech either way. Only for a session's first delay: one that replaced a believed delay
-may be a chance one (background talk), and 0.2 s of frames at it are no proof."""
+replies), confirmed no speech either way. Only for a session's first delay: one that
+replaced a believed delay may be a chance one (background talk), and 0.2 s of frames at
+it are no proof."""
 AUDIBLE = 1e-7
 """A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
@@ -329,8 +330,9 @@ class EchoGuard:
     def _early_gain(self, stacked: npt.NDArray[np.float64], least: int | None = None) -> None:
         """Before enough frames: once the delay is known, EARLY_FRAMES give a provisional
         loss, EARLY_MARGIN_DB over their EARLY_PERCENTILE, never above the cautious start
-        (as loud as what was played). A talk-over's onset given back leaves fewer: `least`
-        (going back to the cautious start then took the talk-over for our echo)."""
+        (as loud as what was played). A talk-over's onset given back may leave fewer: the
+        loss is then recomputed from those left (`least`), not put back to the cautious
+        start."""
         least = EARLY_FRAMES if least is None else least
         if (self.delay_s is None or self._gain_known or self._moved
                 or len(stacked) < least):
