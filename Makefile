@@ -15,7 +15,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APACE_ARGS ?=
 
-.PHONY: run serve test test-fast lint venv models bench bench-batching bench-cluster soak clean-venv
+.PHONY: run serve test test-fast lint venv models bench bench-batching bench-cluster echo-probe soak clean-venv
 
 ## make run — set up (first time: ~6 min, plus pulling the default LLM tier and the
 ## noisy-room ear once: 491 + 148 MB) and start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
@@ -57,6 +57,12 @@ bench: venv
 bench-batching: venv
 	$(BIN)/python -m app.bench.batching $(LLM)
 	$(BIN)/python -m app.bench.asr_batching $(ASR)
+
+## make echo-probe — the echo guard offline: how soon a user talking over a session's first
+## reply is heard (its echo 10 dB down, plain or reverberant, with and without background
+## talk), and whether the echo alone ever is (~2 min; app/bench/echo_probe.py).
+echo-probe: venv
+	$(BIN)/python -m app.bench.echo_probe
 
 ## make bench-cluster — what a cluster's ingress adds to connection set-up (a one-machine
 ## Ray cluster against a single box; docs/cluster.md).

@@ -30,9 +30,10 @@ import numpy as np
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
+from pipeline.room.bands import band_energies
 from pipeline.room.cancel import Cancellation, EchoCanceller
 from pipeline.room.conditioning import Conditioner, Suppression, condition
-from pipeline.room.echo import Echo, EchoGuard, band_energies
+from pipeline.room.echo import Echo, EchoGuard
 from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel, quiet_pre_roll
 from pipeline.timeline import now
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.bench.echo_probe import Duplex, Echo
 from app.bench.utterances import speak
 from models.piper import PiperSynthesizer
-from models.room import room_factory
-from pipeline.audio import frames
 from pipeline.conversation_options import ConversationOptions
-from pipeline.events import FRAME_SAMPLES, AudioFrame, SilenceOnset, SpeechStarted
-from pipeline.room import RoomOptions, Stream
+from pipeline.events import FRAME_SAMPLES, SilenceOnset, SpeechStarted
 from pipeline.tts import first_sound
-from pipeline.vad import Endpointer, VadOptions
 
 pytestmark = pytest.mark.integration
 
@@ -31,40 +28,6 @@ TRANSPORT_S = 0.06
 """The way to the client and back on loopback WebRTC, added to the room's 100 ms."""
 
 
-class Duplex:
-    """A server whose reply frames leave at 20 ms ticks and whose microphone hears them
-    `delay_s` later, `echo_db` down, plus whatever the user says."""
-
-    def __init__(self, reply: np.ndarray, *, echo_db: float = -10, delay_s: float = 0.16,
-                 cancel: bool = False) -> None:
-        self.room = room_factory(RoomOptions(echo_cancel=cancel))(Stream())
-        self.endpointer = Endpointer(VadOptions(), room=self.room)
-        self.reply = reply
-        self.gain = 10 ** (echo_db / 20)
-        self.delay = int(delay_s * 16000)
-        self.t = 0.0
-        self.events: list[object] = []
-
-    def play(self, user: np.ndarray | None = None, user_at_s: float = 0.0) -> list[int]:
-        """Play the reply once (with a second of room either side); the confirmed speech
-        (ms) after each frame."""
-        far = np.concatenate([np.zeros(16000, np.int16), self.reply, np.zeros(16000, np.int16)])
-        far = far[: len(far) // FRAME_SAMPLES * FRAME_SAMPLES]
-        mic = np.zeros(len(far), np.float64)
-        mic[self.delay :] = far[: len(far) - self.delay] * self.gain
-        if user is not None:
-            at = 16000 + int(user_at_s * 16000)
-            mic[at : at + len(user)] += user[: len(mic) - at]
-        mic16 = np.clip(mic, -32768, 32767).astype(np.int16)
-        confirmed = []
-        for played, heard in zip(frames(far), frames(mic16), strict=True):
-            self.t += 0.02
-            self.room.played(played, self.t - 0.02)
-            self.events += self.endpointer.push(AudioFrame(heard, self.t))
-            confirmed.append(self.endpointer.confirmed_ms)
-        return confirmed
-
-
 @pytest.fixture(scope="module")
 def reply(voice: PiperSynthesizer) -> np.ndarray:
     return np.concatenate(list(voice.synthesize(REPLY)))
@@ -76,7 +39,7 @@ CANCEL = pytest.mark.parametrize("cancel", [False, True], ids=["guard", "guard+a
 @CANCEL
 def test_the_reply_heard_back_at_minus_10_db_never_barges_in(
         reply: np.ndarray, cancel: bool) -> None:
-    duplex = Duplex(reply, cancel=cancel)
+    duplex = Duplex(reply, Echo(-10, 0.16), cancel=cancel)
     for _ in range(3):
         confirmed = duplex.play()
         assert max(confirmed) < BARGE_IN_MS
@@ -89,7 +52,7 @@ def test_a_user_talking_over_the_reply_still_interrupts_it_within_400_ms(
         reply: np.ndarray, voice: PiperSynthesizer, first_reply: bool, cancel: bool) -> None:
     """400 ms at the client is ~300 ms at the server: the rest is the transport. The reply
     goes quiet when it is held; the barge-in that ends it follows."""
-    duplex = Duplex(reply, cancel=cancel)
+    duplex = Duplex(reply, Echo(-10, 0.16), cancel=cancel)
     if not first_reply:
         duplex.play()
     user = speak(voice, "What is the tallest mountain in the world?", lead_s=0, trail_s=0.3)

@@ -8,7 +8,7 @@ import pytest
 from pipeline.audio import frames, rms_dbfs
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
 from pipeline.room import Room, RoomOptions, Stream
-from pipeline.room.echo import band_energies
+from pipeline.room.bands import band_energies
 from pipeline.room.gate import IDLE_WAIT_FRAMES
 from pipeline.vad import Endpointer, VadOptions
 from tests.audio_helpers import Noise

@@ -1,0 +1,166 @@
+"""The echo guard offline (`make echo-probe`): how much of a user talking over a session's
+first reply is heard before the reply is held, and whether the reply's echo alone ever is.
+
+No server and no network: the room gate (pipeline.room, its real models) and the
+endpointer hear a microphone that picks up the reply `delay` later, `echo_db` down,
+plainly or through a reverberant room, plus — in a talk-over — a user who starts
+speaking `at` seconds after the echo is first heard. Played frames are reported the way
+the server's Speaker reports them: only the reply's, not the silence around it. One
+reply's frames are what the room gate sees in a session's first reply, where the guard
+has learned nothing yet: the hardest case (a later reply starts from what was learned).
+
+The replies and the user's words are the embedded Piper voice; its sampling varies run to
+run, so compare two versions in one call each, paired, not against a figure from an
+earlier day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.bench.room_sounds import active_rms, babble, impulse_response, scaled
+from app.bench.utterances import speak
+from models.load import load_synthesizer
+from models.locate import locate
+from models.room import room_factory
+from pipeline.audio import frames
+from pipeline.conversation_options import ConversationOptions
+from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, Pcm
+from pipeline.room import RoomOptions, Stream
+from pipeline.tts import TtsOptions, first_sound
+from pipeline.vad import Endpointer, VadOptions
+
+HOLD_MS = ConversationOptions().hold_ms or ConversationOptions().barge_in_ms
+"""Confirmed speech that holds (quiets) a reply."""
+REPLIES = (
+    "The moon is about three hundred and eighty four thousand kilometres away, and it always"
+    " shows us the same face.",
+    "Once upon a time a small fox lived at the edge of a deep green forest with her brother.",
+    "Paris is the capital of France. It is known for the Eiffel Tower and its long history.",
+    "A rainbow forms when sunlight is bent and reflected by raindrops, splitting into colours.",
+)
+USER = "What is the tallest mountain in the world?"
+LEAD_S = 1.0
+"""Room before the reply starts (the user's question has just ended)."""
+
+
+@dataclass(frozen=True)
+class Echo:
+    db: float = -10.0
+    delay_s: float = 0.16
+    rt60_s: float = 0.0
+
+
+class Duplex:
+    """A server whose reply frames leave at 20 ms ticks and whose microphone hears them
+    `echo.delay_s` later, `echo.db` down (through the room if `echo.rt60_s`), plus
+    whatever the user says and the `room` (int16 scale, looped). `report_silence`: the
+    silence around the reply is reported as played too (a transport that reports every
+    frame it sends)."""
+
+    def __init__(self, reply: Pcm, echo: Echo = Echo(), *, cancel: bool = False,
+                 report_silence: bool = True, room: np.ndarray | None = None) -> None:
+        self.room = room_factory(RoomOptions(echo_cancel=cancel))(Stream())
+        self.endpointer = Endpointer(VadOptions(), room=self.room)
+        self.reply = reply
+        self.echo = echo
+        self.report_silence = report_silence
+        self.background = room
+        self.t = 0.0
+        self.events: list[object] = []
+
+    def play(self, user: Pcm | None = None, user_at_s: float = 0.0) -> list[int]:
+        """Play the reply once (with a second of room either side); the confirmed speech
+        (ms) after each frame. The user starts `user_at_s` into the reply as played."""
+        lead = int(LEAD_S * SAMPLE_RATE)
+        far = np.concatenate([np.zeros(lead, np.int16), self.reply,
+                              np.zeros(SAMPLE_RATE, np.int16)])
+        far = far[: len(far) // FRAME_SAMPLES * FRAME_SAMPLES]
+        mic = self._echo_of(far)
+        if user is not None:
+            at = lead + int(user_at_s * SAMPLE_RATE)
+            mic[at : at + len(user)] += user[: len(mic) - at]
+        if self.background is not None:
+            mic += np.resize(self.background, len(mic))
+        heard = np.clip(mic, -32768, 32767).astype(np.int16)
+        reply_frames = range(lead // FRAME_SAMPLES, (lead + len(self.reply)) // FRAME_SAMPLES)
+        confirmed = []
+        for k, (played, frame) in enumerate(zip(frames(far), frames(heard), strict=True)):
+            self.t += 0.02
+            if self.report_silence or k in reply_frames:
+                self.room.played(played, self.t - 0.02)
+            self.events += self.endpointer.push(AudioFrame(frame, self.t))
+            confirmed.append(self.endpointer.confirmed_ms)
+        return confirmed
+
+    def _echo_of(self, far: Pcm) -> np.ndarray:
+        played = far.astype(np.float64)
+        if self.echo.rt60_s:
+            response = impulse_response(self.echo.rt60_s, np.random.default_rng(11))
+            played = np.convolve(played, response)[: len(far)]
+        delay = int(self.echo.delay_s * SAMPLE_RATE)
+        mic = np.zeros(len(far), np.float64)
+        mic[delay:] = played[: len(far) - delay] * 10 ** (self.echo.db / 20)
+        return mic
+
+
+def talk_over(reply: Pcm, user: Pcm, echo: Echo, after_s: float,
+              room: np.ndarray | None = None) -> int | None:
+    """The user's speech (ms) heard before a session's first reply is held, the user
+    starting `after_s` after its echo is first heard; None if it never is."""
+    duplex = Duplex(reply, echo, report_silence=False, room=room)
+    at_s = echo.delay_s + after_s
+    confirmed = duplex.play(user, user_at_s=at_s)
+    spoke = (int((LEAD_S + at_s) * SAMPLE_RATE) + (first_sound(user) or 0)) // FRAME_SAMPLES
+    held = next((k for k, ms in enumerate(confirmed) if ms >= HOLD_MS), None)
+    return None if held is None else max(0, held - spoke) * 20
+
+
+def echo_alone(reply: Pcm, echo: Echo) -> int:
+    """The most speech (ms) confirmed while a session's first reply plays with its echo."""
+    return max(Duplex(reply, echo, report_silence=False).play())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m app.bench.echo_probe", description=__doc__)
+    parser.add_argument("--after", type=float, nargs="+", default=[0.6, 0.8, 1.0, 1.2, 1.5],
+                        help="talk-overs this many seconds after the echo is first heard")
+    args = parser.parse_args(argv)
+    voice = load_synthesizer(locate("tts").path, TtsOptions())
+    replies = [np.concatenate(list(voice.synthesize(text))) for text in REPLIES]
+    user = speak(voice, USER, lead_s=0, trail_s=0.3)
+    talk = babble(load_synthesizer(locate("tts").path, TtsOptions(stream=False)), 30,
+                  np.random.default_rng(5))
+    for name, room in (("", None), (", talk 15 dB down", scaled(talk, active_rms(user), 15) * 32768.0)):
+        report_talk_overs(replies, user, args.after, name, room)
+    report_echo_alone(replies)
+
+
+def report_talk_overs(replies: list[Pcm], user: Pcm, after: Sequence[float], name: str,
+                      room: np.ndarray | None) -> None:
+    heard: list[int | None] = []
+    for reply, delay, rt60, after_s in itertools.product(replies, (0.16, 0.4), (0.0, 0.4),
+                                                          after):
+        heard.append(talk_over(reply, user, Echo(-10, delay, rt60), after_s, room))
+    held = [ms for ms in heard if ms is not None]
+    median = statistics.median(held) if held else float("nan")
+    print(f"talk-overs of a first reply, echo -10 dB{name}: {len(held)} of {len(heard)} held,"
+          f" after a median {median:.0f} ms of speech; {sum(ms <= 300 for ms in held)} within"
+          " 300 ms")
+
+
+def report_echo_alone(replies: list[Pcm]) -> None:
+    worst = [echo_alone(reply, Echo(db, delay, rt60)) for reply, db, delay, rt60 in
+             itertools.product(replies, (0.0, -6.0, -10.0), (0.16, 0.3, 0.5), (0.0, 0.4))]
+    print(f"the echo alone ({len(worst)} first replies, 0 to -10 dB): {max(worst)} ms of"
+          f" speech confirmed at most, {sum(ms >= HOLD_MS for ms in worst)} held")
+
+
+if __name__ == "__main__":
+    main()
