@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.bench.room_sounds import active_rms, babble, impulse_response, scaled
+from app.bench.room_sounds import RoomMix, active_rms, babble, scaled
 from app.bench.utterances import speak
 from models.load import load_synthesizer
 from models.locate import locate
@@ -75,39 +75,37 @@ class Duplex:
         self.t = 0.0
         self.events: list[object] = []
 
-    def play(self, user: Pcm | None = None, user_at_s: float = 0.0) -> list[int]:
+    def play(self, user: Pcm | None = None, user_at_s: float = 0.0, *,
+             hold: bool = False) -> list[int]:
         """Play the reply once (with a second of room either side); the confirmed speech
-        (ms) after each frame. The user starts `user_at_s` into the reply as played."""
+        (ms) after each frame. The user starts `user_at_s` into the reply as played.
+        `hold`: the reply goes quiet once HOLD_MS of speech is confirmed, as the server's
+        Speaker sends (and reports) nothing while a reply is held."""
         lead = int(LEAD_S * SAMPLE_RATE)
         far = np.concatenate([np.zeros(lead, np.int16), self.reply,
                               np.zeros(SAMPLE_RATE, np.int16)])
         far = far[: len(far) // FRAME_SAMPLES * FRAME_SAMPLES]
-        mic = self._echo_of(far)
+        near = np.zeros(len(far), np.float64)
         if user is not None:
             at = lead + int(user_at_s * SAMPLE_RATE)
-            mic[at : at + len(user)] += user[: len(mic) - at]
+            near[at : at + len(user)] += user[: len(near) - at]
         if self.background is not None:
-            mic += np.resize(self.background, len(mic))
-        heard = np.clip(mic, -32768, 32767).astype(np.int16)
+            near += np.resize(self.background, len(near))
+        said = np.clip(near, -32768, 32767).astype(np.int16)
+        mix = RoomMix(None, echo_db=self.echo.db, echo_delay_s=self.echo.delay_s,
+                      echo_rt60_s=self.echo.rt60_s)
         reply_frames = range(lead // FRAME_SAMPLES, (lead + len(self.reply)) // FRAME_SAMPLES)
-        confirmed = []
-        for k, (played, frame) in enumerate(zip(frames(far), frames(heard), strict=True)):
+        confirmed: list[int] = []
+        for k, (played, frame) in enumerate(zip(frames(far), frames(said), strict=True)):
+            quiet = hold and bool(confirmed) and confirmed[-1] >= HOLD_MS
+            played = np.zeros_like(played) if quiet else played
             self.t += 0.02
-            if self.report_silence or k in reply_frames:
+            if self.report_silence or (k in reply_frames and not quiet):
                 self.room.played(played, self.t - 0.02)
-            self.events += self.endpointer.push(AudioFrame(frame, self.t))
+            mix.heard(played)
+            self.events += self.endpointer.push(AudioFrame(mix.mix(frame), self.t))
             confirmed.append(self.endpointer.confirmed_ms)
         return confirmed
-
-    def _echo_of(self, far: Pcm) -> np.ndarray:
-        played = far.astype(np.float64)
-        if self.echo.rt60_s:
-            response = impulse_response(self.echo.rt60_s, np.random.default_rng(11))
-            played = np.convolve(played, response)[: len(far)]
-        delay = int(self.echo.delay_s * SAMPLE_RATE)
-        mic = np.zeros(len(far), np.float64)
-        mic[delay:] = played[: len(far) - delay] * 10 ** (self.echo.db / 20)
-        return mic
 
 
 def talk_over(reply: Pcm, user: Pcm, echo: Echo, after_s: float,
