@@ -64,7 +64,6 @@ class PiperSynthesizer:
         if tail.size:
             yield to_int16(tail)
 
-
     def _audio(self, text: str) -> Iterator[np.ndarray]:
         """Float audio at the voice's rate: by decoder windows, or by sentences."""
         if self.stream is None:
