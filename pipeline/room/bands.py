@@ -25,3 +25,17 @@ def band_energies(pcm: Pcm) -> Bands:
     keep = _BAND_OF_BIN >= 0
     bands = np.bincount(_BAND_OF_BIN[keep], power[keep], minlength=len(BAND_EDGES_HZ) - 1)
     return np.asarray(bands, dtype=np.float64)
+
+
+TINY = 1e-12
+AUDIBLE = 1e-7
+"""A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
+
+
+def echo_ratio(near: Bands, far: Bands, far_peak: Bands) -> Bands | None:
+    """Heard / played energy per band, in the bands played within 20 dB of the reply's
+    loudest (`far_peak`), NaN in the others; None if nothing audible was played."""
+    loud = far >= far_peak * 0.01
+    if far.sum() < AUDIBLE or not loud.any():
+        return None
+    return np.asarray(np.where(loud, near / np.maximum(far, TINY), np.nan))

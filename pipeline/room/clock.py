@@ -1,8 +1,10 @@
 """The microphone's timeline: when each heard frame was captured, on the server's clock
-(pipeline.room.echo looks for our echo at played time + delay on it)."""
+(pipeline.room.echo looks for our echo at played time + delay on it); and whether played
+frames are being played at all."""
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 
 from pipeline.events import FRAME_MS
@@ -10,6 +12,39 @@ from pipeline.events import FRAME_MS
 REANCHOR_S = 0.1
 REANCHOR_HOLD_S = 0.3
 """MicClock: how far behind its timeline, for how long, before it starts again."""
+BURST_S = 0.005
+BURST_FRAMES = 25
+"""Frames popped back to back (each within BURST_S of the last): a transport draining
+replies (a Realtime client taking text only), not playing them. A sender catching up
+after a stalled loop pops up to ~11 (app.pacing resyncs after 200 ms): 12 was too near."""
+BURST_OFF_S = 10.0
+
+log = logging.getLogger("pipeline.room.echo")
+
+
+class PopClock:
+    """When played frames were popped: in a burst (BURST_FRAMES back to back) they are not
+    being played into a room, and the echo guard stands down for BURST_OFF_S."""
+
+    def __init__(self) -> None:
+        self._quick = 0
+        self._last = -1.0
+        self._off_until = -1.0
+
+    def pop(self, t: float) -> bool:
+        """A frame was popped at `t`; True while a burst goes on."""
+        self._quick = self._quick + 1 if t - self._last < BURST_S else 0
+        self._last = t
+        if self._quick < BURST_FRAMES:
+            return False
+        if self.live(t):
+            log.debug("echo guard: played frames came in a burst; standing down")
+        self._off_until = t + BURST_OFF_S
+        return True
+
+    def live(self, t: float) -> bool:
+        """Frames popped at `t` are being played (no burst for BURST_OFF_S)."""
+        return t >= self._off_until
 
 
 class MicClock:

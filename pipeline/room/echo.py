@@ -25,7 +25,8 @@ and converges from there, so an unknown room never makes the assistant interrupt
            a loss 10 dB too low in 5 of 30 first replies, 35 in none; meanwhile, once the
            delay is known, a provisional loss from 10 frames with 3 dB more head-room:
            EARLY_FRAMES) — or at once when a run of playing heard nothing at all for
-           max_delay_s (headphones)
+           max_delay_s (headphones). When the delay is first known, the frames already
+           heard at it are learned from at once (`_learn_back`)
 """
 
 from __future__ import annotations
@@ -39,19 +40,13 @@ import numpy.typing as npt
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_MS, Pcm
-from pipeline.room.bands import BAND_EDGES_HZ, Bands, band_energies
-from pipeline.room.clock import MicClock
-from pipeline.room.delay import HeardFrames, estimate_delay, jump_believed
+from pipeline.room.bands import AUDIBLE, BAND_EDGES_HZ, TINY, Bands, band_energies, echo_ratio
+from pipeline.room.clock import MicClock, PopClock
+from pipeline.room.delay import estimate_delay, jump_believed
+from pipeline.room.heard import HeardLog
 
 log = logging.getLogger(__name__)
 
-TINY = 1e-12
-BURST_S = 0.005
-BURST_FRAMES = 25
-"""Frames popped back to back (each within BURST_S of the last): a transport draining
-replies (a Realtime client taking text only), not playing them. A sender catching up
-after a stalled loop pops up to ~11 (app.pacing resyncs after 200 ms): 12 was too near."""
-BURST_OFF_S = 10.0
 PENDING_FRAMES = 8
 """The newest heard frames whose verdict may still change: the gate confirms a user 60-140
 ms into their first word, and those first frames were the user too (`learn` claims them
@@ -80,8 +75,6 @@ background talk 15 dB down (`make echo-probe`, paired, 80 talk-overs 0.6-1.5 s a
 echo was first heard): held within 300 ms of speech in 42 → 58 and 48 → 67 of 80 (two
 runs), 1.0 s in: median 640 → 160 ms; the echo alone, with or without the talk, confirmed
 no more speech than before."""
-AUDIBLE = 1e-7
-"""A played frame quieter than this (-70 dBFS) is silence: nothing of it can come back."""
 NOTHING_BACK = 1e-4
 NOTHING_BACK_FRAMES = 10
 """When every frame learned from so far heard under a 10,000th (-40 dB) of what was
@@ -130,19 +123,15 @@ class EchoGuard:
         self._far: deque[Bands] = deque(maxlen=self._far_t.maxlen)
         self._far_peak = np.zeros(len(BAND_EDGES_HZ) - 1)
         self._mic = MicClock()
-        self._near_t: deque[float] = deque(maxlen=150)
-        self._near_db: deque[float] = deque(maxlen=150)
-        self._near_user: deque[bool] = deque(maxlen=150)
-        """Per heard frame: the gate took it as the user (kept out of the delay estimate:
-        a talk-over must not teach the guard a wrong delay)."""
+        self._heard = HeardLog(150, PENDING_FRAMES)
+        """The user's frames are kept out of the delay estimate: a talk-over must not
+        teach the guard a wrong delay."""
         self._ratios: deque[Bands] = deque(maxlen=history)
         self._min_history = min_history
         self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
         self._frames = 0
         self._last: tuple[Bands, Bands] | None = None
-        self._off_until = -1.0
-        self._last_pop = -1.0
-        self._quick = 0
+        self._pops = PopClock()
         self._candidate: float | None = None
         """The last estimate of the delay: one is believed only when the next agrees."""
         self._run = 0
@@ -169,7 +158,7 @@ class EchoGuard:
 
     def live(self, t: float) -> bool:
         """Played frames are being played into a room at `t` (not drained in a burst)."""
-        return t >= self._off_until
+        return self._pops.live(t)
 
     @property
     def nothing_comes_back(self) -> bool:
@@ -186,16 +175,11 @@ class EchoGuard:
         """A frame left for the loudspeaker at `t` (silence need not be reported).
 
         Frames taken much faster than real time (a transport draining the queue at once)
-        are not being played into a room: the guard then stands down for BURST_OFF_S."""
-        self._quick = self._quick + 1 if t - self._last_pop < BURST_S else 0
-        self._last_pop = t
-        if self._quick >= BURST_FRAMES:
-            if t >= self._off_until:
-                log.debug("echo guard: played frames came in a burst; standing down")
+        are not being played into a room: the guard then stands down (PopClock)."""
+        if self._pops.pop(t):
             self._far_t.clear()
             self._far.clear()
-            self._off_until = t + BURST_OFF_S
-        if t < self._off_until:
+        if not self._pops.live(t):
             return
         bands = band_energies(pcm)
         if not self._far_t or t - self._far_t[-1] > 0.1:
@@ -213,9 +197,7 @@ class EchoGuard:
         """The echo in a microphone frame whose last sample arrived at `t`."""
         t = self._mic.tick(t)
         total = float(near.sum())
-        self._near_t.append(t)
-        self._near_db.append(dbfs(total))
-        self._near_user.append(False)
+        self._heard.add(t, near)
         self._frames += 1
         every = ESTIMATE_EVERY if self.delay_s is not None else ESTIMATE_EVERY_UNKNOWN
         if self._frames % every == 0 and t - self._last_audible <= self.max_delay_s + self.smear_s:
@@ -239,10 +221,8 @@ class EchoGuard:
     def learn(self, *, user: bool) -> None:
         """Learn the loss from the last heard frame, unless the gate took it as the user
         (then the frames just before it, up to PENDING_FRAMES, were the user too)."""
-        if user and self._near_user:
-            if len(self._near_user) > 1 and not self._near_user[-2]:
-                self._claim_onset()
-            self._near_user[-1] = True
+        if user and self._heard.mark_user():
+            self._give_back()
         learned = False
         if self._last is not None and not user:
             learned = self._learn_ratio(*self._last)
@@ -257,10 +237,9 @@ class EchoGuard:
         if t - self._audible_since >= self.max_delay_s:
             self._learn_quiet()
             return
-        loud = far >= self._far_peak * 0.01
-        if far.sum() < AUDIBLE or not loud.any():
+        ratio = echo_ratio(near, far, self._far_peak)
+        if ratio is None:
             return
-        ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
         if np.nanmax(ratio) < NOTHING_BACK:
             self._quiet.append(ratio)
         else:
@@ -276,10 +255,8 @@ class EchoGuard:
             self._update_gain()
         self._quiet = None
 
-    def _claim_onset(self) -> None:
+    def _give_back(self) -> None:
         """The user's first frames, before the gate confirmed them: not our echo."""
-        for i in range(1, min(PENDING_FRAMES, len(self._near_user) - 1) + 1):
-            self._near_user[-1 - i] = True
         given_back = sum(self._learned)
         for _ in range(min(given_back, len(self._ratios))):
             self._ratios.pop()
@@ -290,13 +267,29 @@ class EchoGuard:
             self._early_gain(np.stack(self._ratios), least=EARLY_FRAMES // 2)  # without them
 
     def _learn_ratio(self, near: Bands, far: Bands) -> bool:
-        loud = far >= self._far_peak * 0.01  # within 20 dB of the reply's loudest
-        if far.sum() < AUDIBLE or not loud.any():  # silence played proves nothing
+        ratio = echo_ratio(near, far, self._far_peak)
+        if ratio is None:  # silence played proves nothing
             return False
-        ratio = np.where(loud, near / np.maximum(far, TINY), np.nan)
         self._ratios.append(ratio)
         self._update_gain()
         return True
+
+    def _learn_back(self) -> None:
+        """The delay is first known: learn the loss from the frames already heard at it
+        (not the user's, nor the newest PENDING_FRAMES, which may yet be). Learning only
+        from the frames after it, EARLY_FRAMES of them, a user who spoke then was learned as
+        our echo (a session's first reply talked over 0.76 s in, echo -10 dB: held after
+        0.6-1 s; `make echo-probe`, paired: within 300 ms of speech 75 → 80 of 80, and 59
+        → 76 with background talk 15 dB down; the echo alone confirmed no more speech)."""
+        for t, near in self._heard.settled_ours():
+            far = self._far_at(t)
+            ratio = None if far is None else echo_ratio(near, far, self._far_peak)
+            if ratio is not None:
+                self._ratios.append(ratio)
+        self._learned = deque([False] * len(self._learned), maxlen=PENDING_FRAMES)
+        if self._ratios:
+            log.debug("echo guard: %d frames heard at the delay", len(self._ratios))
+            self._update_gain()
 
     def _update_gain(self, enough: int | None = None) -> None:
         stacked = np.stack(self._ratios)
@@ -360,12 +353,9 @@ class EchoGuard:
 
     def _estimate_delay(self) -> None:
         """Cross-correlate the heard envelope with the played one (pipeline.room.delay)."""
-        if len(self._near_t) < 50 or len(self._far_t) < 25:
+        if len(self._heard) < 50 or len(self._far_t) < 25:
             return
-        settled = len(self._near_t) - PENDING_FRAMES
-        heard = HeardFrames(np.fromiter(self._near_t, float)[:settled],
-                      np.fromiter(self._near_db, float)[:settled],
-                      np.fromiter(self._near_user, bool, count=len(self._near_user))[:settled])
+        heard = self._heard.settled()
         far_db = 10 * np.log10(np.maximum(np.stack(self._far).sum(axis=1), TINY))
         found = estimate_delay(heard, np.fromiter(self._far_t, float), far_db,
                                self.max_delay_s, nothing_back_db=-10 * np.log10(NOTHING_BACK),
@@ -396,4 +386,7 @@ class EchoGuard:
             self._ratios.clear()
             self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
             self._gain_known = False
+        first = self.delay_s is None
         self.delay_s = delay
+        if first:
+            self._learn_back()

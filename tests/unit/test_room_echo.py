@@ -116,6 +116,21 @@ def _delay_known_at(far: list[np.ndarray]) -> int:
     raise AssertionError("the delay was never found")
 
 
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_the_echo_heard_before_the_delay_was_known_teaches_the_loss_at_once(seed: int) -> None:
+    """Once the delay is first known, the frames heard at it so far give the loss: a
+    user who starts talking then is not our echo. (Learning only from the frames after it
+    took 0.2 s of them, and a user talking then was learned as our echo, loss 0 dB: a
+    session's first reply talked over 0.76 s in held after 0.6-1 s, `make echo-probe`.)"""
+    far = speechlike(200, seed)
+    onset = _delay_known_at(far) + 1
+    user_frames = speechlike(40, seed + 1, level=0.2)
+    user = {k: user_frames[k - onset].astype(np.float64) for k in range(onset, onset + 40)}
+    heard = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
+    talking = [heard[k] for k in range(onset, onset + 40) if user_frames[k - onset].std() > 2000]
+    assert np.mean([not e.explained for e in talking]) > 0.8
+
+
 def test_while_the_delay_is_unknown_two_estimates_100_ms_apart_find_it() -> None:
     """The first estimate can be made once 50 frames were heard (49 here); the delay is
     believed when the next agrees, 100 ms later rather than 200 (ESTIMATE_EVERY_UNKNOWN):
@@ -157,10 +172,11 @@ def test_where_nothing_comes_back_a_talk_over_early_in_the_first_reply_is_the_us
     heard = run(guard, far, delay=0, gain_db=-200, user=user)
     talking = [heard[k] for k in range(65, 115) if user_frames[k - 65].std() > 1000]
     assert np.mean([not e.explained for e in talking]) > 0.8
-    # With a real echo the cautious start stays (the test above, from the first frame).
-    echoed = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
-    assert np.mean([not echoed[k].explained for k in range(65, 115)
-                    if user_frames[k - 65].std() > 1000]) < 0.5
+    # With a real echo, it is no shortcut: the loss is learned from that echo, 10 dB down,
+    # before the user spoke (nothing comes back would put it 40 dB down or more).
+    guard = EchoGuard()
+    run(guard, far[:65], delay=8, gain_db=-10)
+    assert not guard.nothing_comes_back and np.all(np.abs(guard.gain_db - -10) < 6)
 
 
 def test_a_run_that_heard_nothing_for_the_longest_delay_knows_nothing_comes_back() -> None:
