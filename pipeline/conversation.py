@@ -23,14 +23,7 @@ from pipeline.asr import FixedTranscript
 from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
-from pipeline.conversation_events import (
-    BargeIn,
-    ConversationEvent,
-    Emit,
-    Error,
-    Turn,
-    UserSpeaking,
-)
+from pipeline.conversation_events import BargeIn, ConversationEvent, Emit, Error, Turn, UserSpeaking
 from pipeline.conversation_options import ConversationOptions
 from pipeline.endpointing import endpoint_silence_ms
 from pipeline.events import (
@@ -327,7 +320,8 @@ class Conversation:
 
     def _check_barge_in(self) -> None:
         """Per frame: the user's confirmed speech over a playing reply holds it at hold_ms
-        and interrupts it at barge_in_ms; held speech that stops lets the reply go on."""
+        (confirmed in a pause of the turn too: over our echo a word after a consonant often
+        is) and interrupts it at barge_in_ms; held speech that stops lets it go on."""
         reply, vad = self._reply, self.endpointer
         playing = reply is not None and not reply.speculative and self.busy
         if self.speaker.held and not (playing and self._still_talking()):
@@ -338,7 +332,8 @@ class Conversation:
             return
         if vad.confirmed_ms >= self.options.barge_in_ms:
             self._barge_in(reply, "speech")
-        elif (self.options.hold_ms is not None and not self.speaker.held and not vad.pausing
+        elif (self.options.hold_ms is not None and not self.speaker.held
+              and (not vad.pausing or vad.since_confirmed_ms == 0)
               and vad.confirmed_ms >= self.options.hold_ms):
             self.speaker.hold()
             self.stats.holds += 1

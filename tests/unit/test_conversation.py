@@ -220,6 +220,24 @@ async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_wher
     assert (conv.stats.holds, conv.stats.holds_released) == (1, 0)
 
 
+async def test_speech_confirmed_in_a_pause_of_the_turn_holds_the_reply(workers: Workers) -> None:
+    """Over our echo the gate confirms a word after a consonant before it resumes the turn:
+    the frame that brings the confirmed speech to hold_ms holds the reply even so (it
+    played on to the barge-in: room bench, stopped 540-590 ms after the user spoke)."""
+    models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 5, play=True)  # 100 ms: a turn starts, the reply plays on
+        await mic.send(False, 3, play=True)  # its silence onset: a pause
+        assert conv.endpointer.pausing and not conv.speaker.held
+        await mic.send(True, 1, play=True)  # 120 ms confirmed, the turn not yet resumed
+        assert conv.endpointer.pausing and conv.speaker.held
+        assert mic.played_samples == 8 * FRAME_SAMPLES  # not the frame that held it
+    assert conv.stats.holds == 1
+
+
 async def test_with_holding_off_the_reply_plays_until_the_barge_in(workers: Workers) -> None:
     models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
     conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=None)
