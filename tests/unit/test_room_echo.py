@@ -95,13 +95,7 @@ def test_a_talk_over_soon_after_the_delay_is_known_is_the_user_in_the_first_repl
     loud as what was played) went on for ~0.7 s more, and half of a user's frames 0.6 s
     after the delay was known were taken for our echo (a user 6 dB over the reply; a
     session's first reply talked over ~1 s in held after 0.5-1 s)."""
-    far = speechlike(200, seed)
-    onset = _delay_known_at(far) + 30
-    user_frames = speechlike(40, seed + 1, level=0.2)
-    user = {k: user_frames[k - onset].astype(np.float64) for k in range(onset, onset + 40)}
-    heard = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
-    talking = [heard[k] for k in range(onset, onset + 40) if user_frames[k - onset].std() > 2000]
-    assert np.mean([not e.explained for e in talking]) > 0.8
+    assert _user_heard_after_the_delay_is_known(seed, frames_later=30) > 0.8
 
 
 def _delay_known_at(far: list[np.ndarray]) -> int:
@@ -116,19 +110,25 @@ def _delay_known_at(far: list[np.ndarray]) -> int:
     raise AssertionError("the delay was never found")
 
 
+def _user_heard_after_the_delay_is_known(seed: int, *, frames_later: int) -> float:
+    """The share of a user's loud frames (6 dB over the reply) not taken for our echo, the
+    user starting `frames_later` frames after the guard knows the delay (8 frames, -10 dB)."""
+    far = speechlike(200, seed)
+    onset = _delay_known_at(far) + frames_later
+    user_frames = speechlike(40, seed + 1, level=0.2)
+    user = {k: user_frames[k - onset].astype(np.float64) for k in range(onset, onset + 40)}
+    heard = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
+    talking = [heard[k] for k in range(onset, onset + 40) if user_frames[k - onset].std() > 2000]
+    return float(np.mean([not e.explained for e in talking]))
+
+
 @pytest.mark.parametrize("seed", [41, 42, 43])
 def test_the_echo_heard_before_the_delay_was_known_teaches_the_loss_at_once(seed: int) -> None:
     """Once the delay is first known, the frames heard at it so far give the loss: a
     user who starts talking then is not our echo. (Learning only from the frames after it
     took 0.2 s of them, and a user talking then was learned as our echo, loss 0 dB: a
     session's first reply talked over 0.76 s in held after 0.6-1 s, `make echo-probe`.)"""
-    far = speechlike(200, seed)
-    onset = _delay_known_at(far) + 1
-    user_frames = speechlike(40, seed + 1, level=0.2)
-    user = {k: user_frames[k - onset].astype(np.float64) for k in range(onset, onset + 40)}
-    heard = run(EchoGuard(), far, delay=8, gain_db=-10, user=user)
-    talking = [heard[k] for k in range(onset, onset + 40) if user_frames[k - onset].std() > 2000]
-    assert np.mean([not e.explained for e in talking]) > 0.8
+    assert _user_heard_after_the_delay_is_known(seed, frames_later=1) > 0.8
 
 
 def test_while_the_delay_is_unknown_two_estimates_100_ms_apart_find_it() -> None:
