@@ -136,10 +136,14 @@ class Client:
     """One WebRTC session with an apace server. Use `async with Client(url) as client`."""
 
     def __init__(self, url: str, *, mix: Callable[[Pcm], Pcm] | None = None,
-                 hear: Callable[[av.AudioFrame], None] | None = None) -> None:
+                 hear: Callable[[av.AudioFrame], None] | None = None,
+                 processing: dict[str, bool] | None = None) -> None:
         """`mix` and `hear`: a room around the client (app.bench.room_sounds.RoomMix):
-        what its microphone adds, and the reply audio its loudspeaker played."""
+        what its microphone adds, and the reply audio its loudspeaker played.
+        `processing`: what it says it did to its microphone, as a browser does (e.g.
+        {"echoCancellation": True}); None: raw audio."""
         self.url = url.rstrip("/")
+        self.processing = processing
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.mic = MicTrack(mix)
         self._hear = hear
@@ -164,7 +168,9 @@ class Client:
         channel.on("message", self._on_message)
         self.pc.on("track", self._on_track)
         await self.pc.setLocalDescription(await self.pc.createOffer())
-        offer = {"sdp": self.pc.localDescription.sdp, "type": "offer"}
+        offer: dict[str, Any] = {"sdp": self.pc.localDescription.sdp, "type": "offer"}
+        if self.processing is not None:
+            offer["processing"] = self.processing
         async with aiohttp.ClientSession() as http, http.post(f"{self.url}/offer", json=offer) as response:
             body = await response.json()
             if response.status != 200:

@@ -237,7 +237,8 @@ PROCESSING = ("noiseSuppression", "echoCancellation", "autoGainControl")
 
 def _stream(processing: object) -> Stream:
     """The offer's `processing`: what the browser says it did to the microphone (its
-    track settings); absent: raw audio, conditioned here."""
+    track settings: noise suppressed, its own echo cancelled); absent: raw audio,
+    conditioned here."""
     if processing is None:
         return Stream()
     if not isinstance(processing, dict) or any(
@@ -245,7 +246,8 @@ def _stream(processing: object) -> Stream:
             for key, value in processing.items()):
         raise Refused(400, "'processing' must be an object of booleans named "
                       + ", ".join(PROCESSING))
-    return Stream(processed=processing.get("noiseSuppression", False))
+    return Stream(processed=processing.get("noiseSuppression", False),
+                  echo_cancelled=processing.get("echoCancellation", False))
 
 
 async def offer(request: web.Request) -> web.Response:

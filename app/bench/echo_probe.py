@@ -8,6 +8,8 @@ speaking `at` seconds after the echo is first heard. Played frames are reported 
 the server's Speaker reports them: only the reply's, not the silence around it. One
 reply's frames are what the room gate sees in a session's first reply, where the guard
 has learned nothing yet: the hardest case (a later reply starts from what was learned).
+Last, a client that cancels its own echo (a browser), talked over in the first second of
+its first reply, with and without saying so (`Stream.echo_cancelled`).
 
 The replies and the user's words are the embedded Piper voice; its sampling varies run to
 run, so compare two versions in one call each, paired, not against a figure from an
@@ -38,6 +40,8 @@ from pipeline.vad import Endpointer, VadOptions
 
 HOLD_MS = ConversationOptions().hold_ms or ConversationOptions().barge_in_ms
 """Confirmed speech that holds (quiets) a reply."""
+BARGE_IN_MS = ConversationOptions().barge_in_ms
+"""Confirmed speech that interrupts a reply."""
 REPLIES = (
     "The moon is about three hundred and eighty four thousand kilometres away, and it always"
     " shows us the same face.",
@@ -65,8 +69,9 @@ class Duplex:
     frame it sends)."""
 
     def __init__(self, reply: Pcm, echo: Echo = Echo(), *, cancel: bool = False,
-                 report_silence: bool = True, room: np.ndarray | None = None) -> None:
-        self.room = room_factory(RoomOptions(echo_cancel=cancel))(Stream())
+                 report_silence: bool = True, room: np.ndarray | None = None,
+                 stream: Stream | None = None) -> None:
+        self.room = room_factory(RoomOptions(echo_cancel=cancel))(stream or Stream())
         self.endpointer = Endpointer(VadOptions(), room=self.room)
         self.reply = reply
         self.echo = echo
@@ -109,10 +114,10 @@ class Duplex:
 
 
 def talk_over(reply: Pcm, user: Pcm, echo: Echo, after_s: float,
-              room: np.ndarray | None = None) -> int | None:
+              room: np.ndarray | None = None, stream: Stream | None = None) -> int | None:
     """The user's speech (ms) heard before a session's first reply is held, the user
     starting `after_s` after its echo is first heard; None if it never is."""
-    duplex = Duplex(reply, echo, report_silence=False, room=room)
+    duplex = Duplex(reply, echo, report_silence=False, room=room, stream=stream)
     at_s = echo.delay_s + after_s
     confirmed = duplex.play(user, user_at_s=at_s)
     spoke = (int((LEAD_S + at_s) * SAMPLE_RATE) + (first_sound(user) or 0)) // FRAME_SAMPLES
@@ -138,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, room in (("", None), (", talk 15 dB down", scaled(talk, active_rms(user), 15) * 32768.0)):
         report_talk_overs(replies, user, args.after, name, room)
     report_echo_alone(replies)
+    report_cancelling_client(replies, user, scaled(talk, active_rms(user), 15) * 32768.0)
 
 
 def report_talk_overs(replies: list[Pcm], user: Pcm, after: Sequence[float], name: str,
@@ -158,6 +164,35 @@ def report_echo_alone(replies: list[Pcm]) -> None:
              itertools.product(replies, (0.0, -6.0, -10.0), (0.16, 0.3, 0.5), (0.0, 0.4))]
     print(f"the echo alone ({len(worst)} first replies, 0 to -10 dB): {max(worst)} ms of"
           f" speech confirmed at most, {sum(ms >= HOLD_MS for ms in worst)} held")
+
+
+
+EARLY_S = (0.0, 0.2, 0.4, 0.6, 0.9, 1.3)
+"""How far into a session's first reply a user talks over it, for a client that cancels its
+own echo: within the first second, before the guard has learned the room."""
+
+
+def report_cancelling_client(replies: list[Pcm], user: Pcm, talk: np.ndarray) -> None:
+    """A client that cancels its own echo (what is left of it -45 dB), talked over early in
+    a session's first reply, saying so or not (Stream.echo_cancelled); and a client that
+    says so but lets its echo through."""
+    for said, (name, room) in itertools.product((False, True),
+                                                 (("", None), (", talk 15 dB down", talk))):
+        heard = [talk_over(reply, user, Echo(-45.0, 0.16), at - 0.16, room,
+                           Stream(echo_cancelled=said))
+                 for reply, at in itertools.product(replies, EARLY_S)]
+        held = [ms for ms in heard if ms is not None]
+        median = statistics.median(held) if held else float("nan")
+        print(f"a client that cancels its echo, {'saying so' if said else 'silent'}{name},"
+              f" talked over 0-1.3 s into its first reply: {len(held)} of {len(heard)} held,"
+              f" median {median:.0f} ms; {sum(ms <= 300 for ms in held)} within 300 ms")
+    for db in (0.0, -10.0):
+        worst = [max(Duplex(reply, Echo(db, delay, rt60), report_silence=False,
+                            stream=Stream(echo_cancelled=True)).play())
+                 for reply, delay, rt60 in itertools.product(replies, (0.16, 0.3, 0.5), (0.0, 0.4))]
+        print(f"a client that says so but lets its echo through at {db:.0f} dB, the echo alone"
+              f" ({len(worst)} first replies): {sum(ms >= HOLD_MS for ms in worst)} held,"
+              f" {sum(ms >= BARGE_IN_MS for ms in worst)} barged in on")
 
 
 if __name__ == "__main__":

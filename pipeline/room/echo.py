@@ -10,8 +10,9 @@ may start a turn or interrupt a reply.
 
 It is a residual-echo gate, not a canceller: it does not subtract the echo from the
 audio that goes to Whisper, it decides what counts as the user speaking. It starts out
-cautious (until it has heard a reply, the echo is assumed as loud as what was played)
-and converges from there, so an unknown room never makes the assistant interrupt itself.
+cautious (until it has heard a reply, the echo is assumed as loud as what was played, or
+`start_db` down where the client cancels its own echo) and converges from there, so an
+unknown room never makes the assistant interrupt itself.
 
     delay: the cross-correlation of the played and heard loudness envelopes, re-estimated
            every 200 ms while something was played (pipeline.room.delay); unknown → every
@@ -113,7 +114,8 @@ class EchoGuard:
     """
 
     def __init__(self, *, max_delay_s: float = 1.0, margin_db: float = 3.0,
-                 smear_s: float = 0.04, history: int = 150, min_history: int = 35) -> None:
+                 smear_s: float = 0.04, history: int = 150, min_history: int = 35,
+                 start_db: float = 0.0) -> None:
         self.max_delay_s = max_delay_s
         self.margin = 10 ** (margin_db / 10)
         self.smear_s = smear_s
@@ -128,7 +130,9 @@ class EchoGuard:
         teach the guard a wrong delay."""
         self._ratios: deque[Bands] = deque(maxlen=history)
         self._min_history = min_history
-        self._gain = np.ones(len(BAND_EDGES_HZ) - 1)
+        self._gain = np.full(len(BAND_EDGES_HZ) - 1, 10 ** (start_db / 10))
+        """The loss per band: from `start_db` (0: as loud as what was played; a client that
+        cancels its own echo starts lower) until learned. A delay found starts it at 0."""
         self._frames = 0
         self._last: tuple[Bands, Bands] | None = None
         self._pops = PopClock()

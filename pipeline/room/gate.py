@@ -35,6 +35,7 @@ from pipeline.room.cancel import Cancellation, EchoCanceller
 from pipeline.room.conditioning import Conditioner, Suppression, condition
 from pipeline.room.echo import Echo, EchoGuard
 from pipeline.room.levels import UNKNOWN_DB, NoisyRoom, RoomLevel, TalkerLevel, quiet_pre_roll
+from pipeline.room.options import RoomOptions, Stream
 from pipeline.timeline import now
 
 log = logging.getLogger(__name__)
@@ -51,114 +52,6 @@ QUIET_DB = -50.0
 
 SpeechProbability = Callable[[Pcm], float]
 """A neural VAD fed every 20 ms frame of one stream: the probability it is speech."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RoomOptions:
-    """How the gate tells the user from the room. Levels in dB."""
-
-    enabled: bool = True
-    """False: webrtcvad and the utterance speech floor alone, as before the gate."""
-    conditioning: bool = True
-    """Noise suppression on streams whose client has not done it (when a conditioner is
-    given); a stream can turn it off (`Room.conditioning`) when its client did it."""
-    always_suppress: bool = False
-    """Suppress noise in a quiet room too (default: only once the raw room is noisy,
-    pipeline.room.conditioning.Suppression)."""
-    gain_dbfs: int = 0
-    """Automatic gain on what the recognizer hears of a raw stream (WebRTC's digital AGC:
-    the level it aims for, dB below full scale, 1-31; 0 off). Only the utterance audio is
-    raised: the gate judges the frames as they came, so its learned levels and the echo
-    guard's loss are not moved by the gain. Whisper tiny.en on a talker 35 dB down: WER
-    21.0 % → 18.7 % with 3; at normal levels no change (README, "Real rooms")."""
-    start_margin_db: float = 4.0
-    """A turn starts (or resumes, or interrupts) only on voice this far above the room's
-    usual peaks (its 90th-percentile frame level)."""
-    continue_margin_db: float = 3.0
-    """A turn goes on while the voice is this far above the room's median level."""
-    user_range_db: float = 12.0
-    """Once the user's level is learned, a start must come within this of it: talk from
-    across the room arrives 10-20 dB quieter than the person at the microphone."""
-    resume_range_db: float = 18.0
-    """The same, for speech that resumes a turn after a pause or counts toward a barge-in
-    (the end of a question is often its quietest part)."""
-    resume_ms: int = 100
-    """Confirmed speech, without a break, that resumes a turn after its silence onset
-    (the endpointer's own resume_ms if longer): in background talk, 60 ms let a burst of
-    someone else's words join the end of a question (bench babble, 1 in 16 questions)."""
-    min_turn_ms: int = 200
-    """Confirmed speech an utterance needs before it is a turn (before its silence onset
-    is told): a burst of background talk confirms a few frames, a question hundreds."""
-    start_lag_ms: int = 300
-    """Audio kept before a start on top of the endpointer's pre-roll: the strict check
-    confirms a turn up to a few hundred ms into its first word (quality bench: 7 of 87
-    turns lost their first word with the plain pre-roll, "What's the time" → "It's the
-    time")."""
-    quiet_pre_roll: bool = True
-    """A turn's pre-roll (the audio kept from before its start, start_lag_ms included) is
-    the room until its first frame as loud as a start must be (start_margin_db over the
-    room's peaks; the frame's full-band level, a little over the gate's own measure above
-    100 Hz): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
-    so that Whisper hears the user's words and not the talk in the room before them ("30,
-    set a timer…", "What is 15% of 80% of 80%…"). Offline, the gate's own turns of the ASR
-    set's tuning lines heard by whisper-base (README, "In a real room")."""
-    pre_roll_keep_ms: int = 100
-    """Pre-roll kept whole before that first loud frame (a soft first consonant)."""
-    speech_probability: float = 0.5
-    """The neural VAD's probability needed to start (when one is given); 0 ignores it."""
-    hold_s: float = 0.3
-    """A turn goes on only while something passed the strict check this recently (or is
-    louder than the room's talk gets): the user's weakest syllables come within a few
-    hundred ms of a strong one, background talk can go on for ever on its own."""
-    tail_s: float = 0.12
-    """Voiced frames this soon after a confirmed one go on whatever their level: the
-    soft end of a word ("France", "cats") sinks under background talk, and a turn whose
-    silence onset came before it is transcribed without it ("capital of print")."""
-    echo: bool = True
-    """Discount the echo of our own playback (pipeline.room.echo)."""
-    echo_cancel: bool = False
-    """Take our own playback out of the microphone's audio first (when a canceller is
-    given; pipeline.room.cancel). Off by default: the canceller's suppressor takes the
-    first 20-40 ms of a user talking over the reply down with the echo, and talk-overs
-    stopped later than with the echo guard alone (README, "In a real room"); it does
-    catch a talk-over of a session's first reply, before the guard has learned the room."""
-    echo_margin_db: float = 3.0
-    """Head-room over the learned echo loss before a residual counts."""
-    max_echo_delay_s: float = 1.0
-    """The longest playback → microphone delay looked for."""
-
-    def __post_init__(self) -> None:
-        for name in ("start_margin_db", "continue_margin_db", "user_range_db",
-                     "resume_range_db", "echo_margin_db"):
-            if not 0 <= getattr(self, name) <= 40:
-                raise ValueError(f"room {name} must be 0-40 dB")
-        if not 0 <= self.speech_probability < 1:
-            raise ValueError("room speech_probability must be in [0, 1)")
-        if not 0.1 <= self.max_echo_delay_s <= 2:
-            raise ValueError("room max_echo_delay_s must be 0.1-2 s")
-        if not 0 <= self.pre_roll_keep_ms <= 1000 or self.pre_roll_keep_ms % FRAME_MS:
-            raise ValueError(f"room pre_roll_keep_ms must be 0-1000, a multiple of {FRAME_MS}")
-        if not 0 <= self.gain_dbfs <= 31:
-            raise ValueError(f"room gain_dbfs must be 0 (off) or 1-31, got {self.gain_dbfs}")
-
-
-@dataclass(frozen=True)
-class Stream:
-    """What a transport knows of its microphone audio."""
-
-    processed: bool = False
-    """The client suppressed noise itself (a browser asked for `noiseSuppression` and got
-    it): the server does not do it again."""
-    speech_at_once: bool = False
-    """Speech may begin with the stream (a satellite streams from its wake word on, a WAV
-    file): before the room is known, a voice that rises out of a pause starts a turn.
-    Otherwise (a browser or Realtime session, open before anyone speaks) nothing starts
-    until the room has been heard (~0.8 s)."""
-    hears_us: bool = True
-    """Our replies play where this microphone is, through the transport (what it plays is
-    the echo reference). False: a stream whose replies go elsewhere (a Wyoming satellite's
-    speech-to-text, whose answer Home Assistant plays; `apace talk`, files in and out):
-    no echo canceller and no echo guard for it."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +97,9 @@ class Room:
         """Whether the conditioner's output is used: in a noisy room (or always_suppress)."""
         self._speech = speech_probability
         self.echo = EchoGuard(max_delay_s=self.options.max_echo_delay_s,
-                              margin_db=self.options.echo_margin_db)
+                              margin_db=self.options.echo_margin_db,
+                              start_db=(self.options.echo_cancelled_db
+                                        if self.stream.echo_cancelled else 0.0))
         self.room = RoomLevel(min_frames=25)
         self.talker = TalkerLevel()
         self.noisy = NoisyRoom()

@@ -96,6 +96,33 @@ async def test_barge_in_stops_audio_and_keeps_only_what_was_heard(server, ask, v
     assert reply[: len(heard)] == heard
 
 
+async def test_a_browser_that_cancels_its_echo_stops_the_first_reply_at_once(
+        server, ask, voice) -> None:
+    """A user who says "stop" half a second into the session's first reply, from a client
+    that cancels its own echo (as a browser does, and says so): the reply stops. (From the
+    echo guard's cautious start, the same talk-over was heard late or not at all.)"""
+    question = read_wav(ask("Tell me a story about a brave little cat."))
+    interruption = speak(voice, "Stop, stop, wait a moment please.", lead_s=0.0, trail_s=1.5)
+    processing = {"echoCancellation": True, "noiseSuppression": True}
+    async with Client(server.url, processing=processing) as client:
+        speech_end = await client.say(question, speech_end_sample(question))
+        for _ in range(200):
+            if heard := client.received.first_audible_after(speech_end):
+                break
+            await asyncio.sleep(0.02)
+        assert heard, "no reply"
+        await asyncio.sleep(max(0.0, heard + 0.5 - time.monotonic()))
+        mark = len(client.events)
+        started = time.monotonic()
+        interrupted = asyncio.ensure_future(client.say(interruption))
+        try:
+            barge = await client.wait_for("barge_in", after=mark, timeout=5)
+        except TimeoutError:
+            pytest.fail("the reply played on: the talk-over was taken for our echo")
+        await interrupted
+    assert barge["received"] - started < 1.0
+
+
 async def test_sessions_leave_nothing_behind(server, ask) -> None:
     """Graceful closes, abrupt closes and a killed client: the server ends up with no
     session, no extra task and no extra thread, and still answers."""
