@@ -81,17 +81,19 @@ class RoomOptions:
     """Head-room over the learned echo loss before a residual counts."""
     max_echo_delay_s: float = 1.0
     """The longest playback → microphone delay looked for."""
-    echo_cancelled_db: float = -15.0
+    echo_cancelled_db: float = -20.0
     """Where the client cancels its own echo (`Stream.echo_cancelled`), the echo guard
     starts from this loss rather than from "as loud as what was played", which was deaf to
     a user who spoke in the first second of a session's first reply. Offline (`make
     echo-probe`, talk-overs 0-1.3 s into a first reply, residual echo -45 dB, with and
-    without background talk): held within 300 ms of speech in 4, 4 and 0 of 24 from the
-    cautious start (5-6 never), in 24 of 24 each from -15 dB (median 160 ms). A client
-    that says so but lets its echo through: -10 dB of it held a first reply in none of 24
-    (from -20 dB: 9, one a barge-in); -15 dB with background talk held 3 (a hold lets the
-    reply go on), as 2 from the cautious start. Once the delay of an echo that does come
-    back is found, the guard starts cautious again."""
+    without background talk): held within 300 ms of speech in 4 and 0 of 24 from the
+    cautious start (5 never), in 24 of 24 from -20 dB (median 120-140 ms). Through the
+    whole pipeline ("Stop, stop, wait a moment please" 0.2-0.6 s in): from -15 dB the
+    first "Stop" was held but not confirmed for long enough, the reply went on and stopped
+    only at "wait" (1.5 s) in 4 of 8; from -20 dB it stopped at the first "Stop" in 6 of 6
+    (359-437 ms). The price, a client that says so but lets its echo through: -10 dB of it
+    held 3 of 24 first replies, one of them cut (from -15 dB: none). Once the delay of an
+    echo that does come back is found, the guard starts cautious again."""
 
     def __post_init__(self) -> None:
         for name in ("start_margin_db", "continue_margin_db", "user_range_db",

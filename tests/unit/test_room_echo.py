@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.audio import dbfs
 from pipeline.events import FRAME_SAMPLES
+from pipeline.room import RoomOptions
 from pipeline.room.bands import band_energies
 from pipeline.room.clock import MicClock
 from pipeline.room.delay import jump_believed
@@ -365,14 +366,14 @@ def test_silence_played_over_a_silent_microphone_teaches_nothing() -> None:
 
 def test_a_client_that_cancels_its_echo_is_heard_in_the_first_second_of_the_first_reply(
         ) -> None:
-    """A browser that cancels its own echo: the guard starts 15 dB down, so a user no
+    """A browser that cancels its own echo: the guard starts 20 dB down, so a user no
     louder than the reply who talks over it 0.3 s in is heard; from the cautious start
     (as loud as what was played) the same user is taken for our echo."""
     far = speechlike(150, 31)
     user_frames = speechlike(50, 32, level=0.1)  # as loud as what is played
     user = {k: user_frames[k - 15].astype(np.float64) for k in range(15, 65)}
     talking = [k for k in range(15, 65) if user_frames[k - 15].std() > 1000]
-    for start_db, heard_share in ((-15.0, 0.8), (0.0, 0.0)):
+    for start_db, heard_share in ((RoomOptions().echo_cancelled_db, 0.8), (0.0, 0.0)):
         heard = run(EchoGuard(start_db=start_db), far, delay=0, gain_db=-200, user=user)
         unexplained = np.mean([not heard[k].explained for k in talking])
         assert unexplained > heard_share if start_db else unexplained < 0.2
@@ -383,7 +384,7 @@ def test_where_the_client_s_canceller_lets_the_echo_through_its_delay_restarts_t
     """It said it cancels its echo, but the echo comes back 3 dB down (and the gate does
     not take it for the user): once the delay is found the guard starts again from "as
     loud as what was played", and learns the loss; then the echo is explained."""
-    guard = EchoGuard(start_db=-15.0)
+    guard = EchoGuard(start_db=RoomOptions().echo_cancelled_db)
     far = speechlike(300, 33)
     heard = []
     for k in range(300):
