@@ -3,7 +3,8 @@
     frame ─► Endpointer ─► SilenceOnset ─► Reply (speculative: ASR → LLM → TTS into a buffer)
                         ├► SpeechResumed ─► cancel the speculative reply, count the waste
                         ├► Endpoint ─────► commit it: its audio goes to the Speaker now
-                        └► sustained speech while the assistant talks ─► barge-in
+                        └► speech over the assistant ─► hold, barge-in, or its words
+                                                          decide (pipeline.talk_over)
 
 The transport pops the Speaker's frames at its own pace. History keeps what was heard.
 """
@@ -44,6 +45,7 @@ from pipeline.room import Room
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
+from pipeline.talk_over import TalkOver
 from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
 from pipeline.vad import Endpointer
 from pipeline.workers import Priority
@@ -94,6 +96,7 @@ class Conversation:
         self._group: asyncio.TaskGroup | None = None
         self._prefill: asyncio.Task[None] | None = None
         self.rehearing = Rehearing(self)
+        self.talk_over = TalkOver(self)
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
 
@@ -127,6 +130,7 @@ class Conversation:
         for event in self.endpointer.push(frame):
             if isinstance(event, SpeechStarted):
                 log.debug("speech started")
+                self.talk_over.speech_started()
                 self.captions.speech_started()
                 self.emit(UserSpeaking())
             elif isinstance(event, SilenceOnset) and self.options.speculate:
@@ -139,7 +143,9 @@ class Conversation:
                 self.cancel_speculation()
             elif isinstance(event, Endpoint):
                 self.on_endpoint(event)
-        self._check_barge_in()
+        if (unheard := self.endpointer.take_unheard()) is not None and self.busy:
+            self.talk_over.ended(unheard, self._reply, self._group)  # a word over the reply?
+        self.talk_over.check()
         self.captions.maybe_start(self._group)
 
     def start_turn(self, *, audio: Any = None, text: str | None = None) -> bool:
@@ -165,7 +171,7 @@ class Conversation:
         reply = self._reply
         if reply is None or reply.speculative or not self.busy:
             return False
-        self._barge_in(reply, reason)
+        self.barge_in(reply, reason)
         return True
 
     def speculating(self) -> Reply | None:
@@ -193,7 +199,8 @@ class Conversation:
                 stats.committed += 1
             return
         if self.busy:
-            return  # a short sound while the assistant talks: not a turn of its own
+            self.talk_over.ended(event, reply, self._group)  # a word over the reply?
+            return
         self._start_reply(event.audio, event.speech_end, speculative=False)
         if self._reply is not None:
             self._reply.timeline.stamp(ENDPOINT, event.t)
@@ -318,38 +325,7 @@ class Conversation:
             stats.wasted_ms += (now() - reply.started) * 1000
         self._cancel_reply(reason=reason)
 
-    def _check_barge_in(self) -> None:
-        """Per frame: the user's confirmed speech over a playing reply holds it at hold_ms
-        (confirmed in a pause of the turn too: over our echo a word after a consonant often
-        is) and interrupts it at barge_in_ms; held speech that stops lets it go on."""
-        reply, vad = self._reply, self.endpointer
-        playing = reply is not None and not reply.speculative and self.busy
-        if self.speaker.held and not (playing and self._still_talking()):
-            self.speaker.release()  # a cough, a word to someone else: the reply goes on
-            self.stats.holds_released += 1
-            log.debug("reply released after %d ms of confirmed speech", vad.confirmed_ms)
-        if reply is None or not playing or not vad.speaking:
-            return
-        if vad.confirmed_ms >= self.options.barge_in_ms:
-            self._barge_in(reply, "speech")
-        elif (self.options.hold_ms is not None and not self.speaker.held
-              and (not vad.pausing or vad.since_confirmed_ms == 0)
-              and vad.confirmed_ms >= self.options.hold_ms):
-            self.speaker.hold()
-            self.stats.holds += 1
-            log.debug("reply held after %d ms of confirmed speech", vad.confirmed_ms)
-
-    def _still_talking(self) -> bool:
-        """Whoever made us hold the reply is still talking: their turn goes on, or it has
-        paused for less than hold_release_ms — or the gate confirmed them less than that
-        ago (over our echo and background talk a user's words come in short confirmed runs
-        that do not resume the turn's pause)."""
-        vad, release = self.endpointer, self.options.hold_release_ms
-        if vad.speaking and (not vad.pausing or vad.silent_ms < release):
-            return True
-        return vad.since_confirmed_ms < release
-
-    def _barge_in(self, reply: Reply, reason: str) -> None:
+    def barge_in(self, reply: Reply, reason: str) -> None:
         self.barge_ins += 1
         self.stats.barge_ins += 1
         dropped = self.speaker.clear()
@@ -360,6 +336,7 @@ class Conversation:
 
     def _cancel_reply(self, *, reason: str) -> None:
         self.rehearing.stop()
+        self.talk_over.stop()
         self.speaker.release()
         if self._task is not None and not self._task.done():
             log.debug("cancelling reply: %s", reason)

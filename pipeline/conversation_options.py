@@ -25,17 +25,18 @@ class ConversationOptions:
     """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
     dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
     decided — on the room bench the reply stopped ~400 ms after the user's first sound
-    with barge_in_ms alone. Speech that stops short of barge_in_ms (a cough, a word to
-    someone else) lets the reply go on from the frame it stopped at, once the turn has
-    paused for `hold_release_ms` with nothing confirmed in them (LiveKit Agents resumes a
-    "false interruption" the same way). Background talk in bursts was confirmed for
-    <= 100 ms: holding at 80 ms, as a turn starts (and, in a quiet room, from before it
-    started), the room bench's replies were held and let go on 6-12 times a session in
-    echo and talk, and 4 of ~25 talk-overs went on for 1-5 s (README, "In a real room").
-    None: off."""
+    with barge_in_ms alone. A held turn that stops short of barge_in_ms keeps the reply
+    held until it ends and its words are heard (pipeline.talk_over): words interrupt the
+    reply and are answered ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let
+    the reply go on and be dropped); none (a cough) or a listener's "mm-hm" let it go on
+    from the frame it stopped at (LiveKit Agents resumes a "false interruption" the same
+    way). Background talk in bursts was confirmed for <= 100 ms: holding at 80 ms, as a
+    turn starts (and, in a quiet room, from before it started), the room bench's replies
+    were held and let go on 6-12 times a session in echo and talk, and 4 of ~25
+    talk-overs went on for 1-5 s (README, "In a real room"). None: off."""
     hold_release_ms: int = 200
-    """A pause of the held turn, with nothing confirmed in it, this long releases the hold
-    (the reply goes on)."""
+    """Once the held turn has ended (its words heard), the reply goes on when nothing has
+    been confirmed for this long."""
     room: RoomOptions = field(default_factory=RoomOptions)
     """Telling the user from the room: its noise, background talk, our own echo."""
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)

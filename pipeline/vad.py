@@ -126,7 +126,16 @@ class Endpointer:
         self._utterance: list[Pcm] = []
         self._level = -120.0
         self._since_confirmed = 1 << 30
+        self.unheard: Endpoint | None = None
+        """The last utterance that ended unheard (too little confirmed speech to be a turn:
+        the room, or a short word said over a reply), until `take_unheard`."""
         self._reset()
+
+    def take_unheard(self) -> Endpoint | None:
+        """The utterance that last ended unheard, once (pipeline.talk_over hears it if it
+        held a reply)."""
+        unheard, self.unheard = self.unheard, None
+        return unheard
 
     @property
     def speaking(self) -> bool:
@@ -250,9 +259,12 @@ class Endpointer:
                     if not self._held:
                         events.append(SpeechResumed(frame.t))
         if self._state is _State.PAUSING and self._silent_ms >= self.endpoint_ms:
-            if not self._held:  # a held utterance ends unheard: it was the room
-                events.append(Endpoint(frame.t, self._last_voiced, self._audio(),
-                                       voice_after_onset=self._voice_after_onset))
+            ended = Endpoint(frame.t, self._last_voiced, self._audio(),
+                             voice_after_onset=self._voice_after_onset)
+            if self._held:  # a held utterance ends unheard: the room (or a word over a reply)
+                self.unheard = ended
+            else:
+                events.append(ended)
             self._reset()
         elif self._state is not _State.IDLE and self._too_long():
             events.append(Endpoint(frame.t, self._last_voiced, self._audio()))

@@ -172,7 +172,9 @@ async def test_a_short_blip_while_the_assistant_talks_does_not_interrupt(workers
 async def test_speech_over_a_reply_holds_it_at_once_and_a_cough_lets_it_go_on(
     workers: Workers,
 ) -> None:
-    transcriber = FakeTranscriber("tell me")
+    """The hold lasts while the held turn goes on and its words are heard: a cough (Whisper
+    hears no speech in it) lets the reply go on from where it stopped."""
+    transcriber = FakeTranscriber("tell me", "")
     models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
     conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
     async with Mic(conv) as mic:
@@ -186,16 +188,47 @@ async def test_speech_over_a_reply_holds_it_at_once_and_a_cough_lets_it_go_on(
         assert conv.speaker.held
         assert mic.played_samples == 10 * FRAME_SAMPLES
         assert conv.speaker.queued_frames == REPLY_FRAMES - 10  # kept, not dropped
-        await mic.send(False, 5, play=True)  # a pause, not yet the cough's end
+        await mic.send(False, ENDPOINT_FRAMES - 1, play=True)  # a pause: not yet its end
         assert conv.speaker.held and mic.played_samples == 10 * FRAME_SAMPLES
-        await mic.send(False, 5, play=True)  # 200 ms of silence: the reply goes on
-        assert not conv.speaker.held
+        await mic.send(False, 1, play=True)  # it ended: no words in it
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
     assert conv.barge_ins == 0 and not any(isinstance(e, BargeIn) for e in events)
     assert conv.history == [Message("user", "tell me"), Message("assistant", REPLY_TEXT)]
-    assert len(transcriber.calls) == 1  # the cough did not become a turn
+    assert len(transcriber.calls) == 2  # the cough was heard, and was no turn
     assert (conv.stats.holds, conv.stats.holds_released) == (1, 1)
+
+
+@pytest.mark.parametrize("said, stops", [("Wait.", True), ("Mm-hm.", False),
+                                         ("Yeah, okay.", False), ("Yeah, but why?", True)])
+@pytest.mark.parametrize("min_turn_ms", [0, 200], ids=["a-turn", "too-short-for-a-turn"])
+async def test_a_short_word_over_a_reply_stops_it_unless_it_says_go_on(
+    workers: Workers, said: str, stops: bool, min_turn_ms: int,
+) -> None:
+    """A word confirmed for less than barge_in_ms ("Wait.": 140-180 ms over a real reply)
+    holds the reply; once it has ended, its words decide: a listener's backchannel lets the
+    reply go on, anything else interrupts it and is answered. Also where it had too little
+    confirmed speech to be a turn of its own (a room gate's min_turn_ms)."""
+    transcriber = FakeTranscriber("tell me", said)
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    conv.endpointer._min_turn_ms = min_turn_ms  # as a room gate sets it
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        mic.play(5)
+        await mic.send(True, 7, play=True)  # held at 120 ms, short of a barge-in
+        assert conv.speaker.held and conv.barge_ins == 0
+        await mic.send(False, ENDPOINT_FRAMES, play=True)
+        await mic.play_until(lambda: len(conv.turns) == 2 if stops else len(conv.turns) == 1)
+    assert len(transcriber.calls) == 2
+    if stops:
+        assert conv.barge_ins == 1 and conv.turns[0].interrupted
+        assert [e.reason for e in events if isinstance(e, BargeIn)] == ["words over the reply"]
+        assert conv.turns[1].transcript == said and len(transcriber.calls) == 2  # heard once
+    else:
+        assert conv.barge_ins == 0 and not conv.turns[0].interrupted
+        assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
 
 
 async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_where_it_stopped(
@@ -547,7 +580,8 @@ async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
     workers: Workers,
 ) -> None:
     """Voice the gate doubts but that keeps the turn going (a word under our echo) keeps
-    the hold: only a pause, or nothing confirmed, for hold_release_ms lets the reply go on."""
+    the hold, and so does the pause after it, until the turn ends and its words decide
+    ("stop": the reply is interrupted)."""
     models = workers.models(FakeTranscriber("tell me", "stop"), FakeResponder(REPLY),
                             FakeSynthesizer())
     conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
@@ -561,6 +595,8 @@ async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
         await mic.send(True, 15, play=True)  # 300 ms voiced, none of it confirmed
         assert conv.speaker.held and conv.endpointer.speaking and not conv.endpointer.pausing
         gate.doubt = False
-        await mic.send(False, 10, play=True)  # then a pause: the reply goes on
-        assert not conv.speaker.held
-    assert conv.stats.holds_released == 1
+        await mic.send(False, ENDPOINT_FRAMES - 1, play=True)  # then a pause: still held
+        assert conv.speaker.held
+        await mic.send(False, 1, play=True)
+        await mic.play_until(lambda: conv.barge_ins == 1)
+    assert conv.stats.holds_released == 0 and conv.turns[0].interrupted

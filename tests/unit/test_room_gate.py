@@ -160,13 +160,17 @@ def feed(endpointer: Endpointer, frames: list[np.ndarray], start: float = 0.0) -
 
 def test_a_burst_of_background_talk_too_short_to_be_a_turn_ends_unheard() -> None:
     """It may start an utterance, but with less confirmed speech than min_turn_ms it
-    never raises a silence onset or an endpoint: no speculation, no turn."""
+    never raises a silence onset or an endpoint: no speculation, no turn (the endpointer
+    keeps it as unheard: pipeline.talk_over hears it if it held a reply)."""
     endpointer = Endpointer(VadOptions(), classify=lambda pcm: bool(np.abs(pcm).max() > 100),
                             room=Room(RoomOptions(min_turn_ms=200)))
     quiet = [noise(-80) for _ in range(40)]
     burst = [noise(-20) for _ in range(7)]  # 140 ms
     events = feed(endpointer, quiet + burst + quiet)
     assert [type(e) for e in events] == [SpeechStarted]
+    unheard = endpointer.take_unheard()  # kept once, for a talk-over to be heard by words
+    assert unheard is not None and len(unheard.audio) >= 7 * FRAME_SAMPLES
+    assert endpointer.take_unheard() is None
     longer = [noise(-20) for _ in range(15)]  # 300 ms: a turn
     events = feed(endpointer, longer + quiet, start=10.0)
     assert [type(e) for e in events] == [SpeechStarted, SilenceOnset, Endpoint]
