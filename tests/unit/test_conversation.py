@@ -18,6 +18,7 @@ from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
+from pipeline.talk_over import is_backchannel
 from pipeline.timeline import (
     ASR_FINAL,
     ENDPOINT,
@@ -600,3 +601,10 @@ async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
         await mic.send(False, 1, play=True)
         await mic.play_until(lambda: conv.barge_ins == 1)
     assert conv.stats.holds_released == 0 and conv.turns[0].interrupted
+
+
+def test_what_says_go_on_and_what_interrupts() -> None:
+    for words in ("mm hm", "mhm", "uh huh", "yeah yeah", "okay", "i see", "right right"):
+        assert is_backchannel(words), words
+    for words in ("wait", "stop", "no", "yes", "yeah but why", "okay stop", "thank you", ""):
+        assert not is_backchannel(words), words
