@@ -379,11 +379,11 @@ def test_a_client_that_cancels_its_echo_is_heard_in_the_first_second_of_the_firs
         assert unexplained > heard_share if start_db else unexplained < 0.2
 
 
-def test_where_the_client_s_canceller_lets_the_echo_through_its_delay_restarts_the_guard(
+def test_where_the_client_s_canceller_lets_the_echo_through_it_is_learned_and_explained(
         ) -> None:
     """It said it cancels its echo, but the echo comes back 3 dB down (and the gate does
-    not take it for the user): once the delay is found the guard starts again from "as
-    loud as what was played", and learns the loss; then the echo is explained."""
+    not take it for the user): from the 20 dB-down start the guard still finds its delay,
+    learns its loss, and explains it from then on."""
     guard = EchoGuard(start_db=RoomOptions().echo_cancelled_db)
     far = speechlike(300, 33)
     heard = []
