@@ -202,6 +202,9 @@ class Reply:
             group.create_task(self._think(clauses))
             group.create_task(self._speak(clauses))
         await self.finished.wait()
+        # Nothing to say (the hush skill) is played out at once: a speculation is still
+        # not the turn's reply until the endpoint commits it.
+        await self.committed.wait()
 
     async def _judge_turn(self) -> None:
         """The turn detector's verdict on the transcript, on its own worker and context.
