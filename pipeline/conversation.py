@@ -135,11 +135,14 @@ class Conversation:
                 self.emit(UserSpeaking())
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self.captions.stop()
-                if event.again:
+                if self.talk_over.paused(event):
+                    pass  # a turn over the reply: its words decide (pipeline.talk_over)
+                elif event.again:
                     self.rehearing.start(event, self._group)
                 else:
                     self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
+                self.talk_over.resumed()
                 self.cancel_speculation()
             elif isinstance(event, Endpoint):
                 self.on_endpoint(event)
@@ -252,7 +255,8 @@ class Conversation:
         return self.skills.answer(transcript, context)
 
     def _last_reply(self) -> str:
-        return next((m.content for m in reversed(self.history) if m.role == "assistant"), "")
+        return next((m.content for m in reversed(self.history)
+                     if m.role == "assistant" and m.content), "")
 
     def _acted(self, skill: SkillReply) -> None:
         if skill.skill == "timer" and self.bell is not None:
@@ -352,8 +356,9 @@ class Conversation:
         if (self.reply_cache is not None and not interrupted and reply.transcript
                 and reply.skill is None):
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
+        # Nothing said ("stop": pipeline.skills.hush) is left out of the prompt, as a cut reply is.
         self.history += [Message("user", reply.transcript or ""),
-                         Message("assistant", heard, interrupted=interrupted)]
+                         Message("assistant", heard, interrupted=interrupted or not heard)]
         if self._group is not None:  # read the next prompt's start while the user is silent
             self._prefill = self._group.create_task(self._prefill_next(self.llm_history()))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,

@@ -25,8 +25,8 @@ class ConversationOptions:
     """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
     dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
     decided — on the room bench the reply stopped ~400 ms after the user's first sound
-    with barge_in_ms alone. A held turn that stops short of barge_in_ms keeps the reply
-    held until it ends and its words are heard (pipeline.talk_over): words interrupt the
+    with barge_in_ms alone. A held turn that stops short of held_barge_in_ms keeps the
+    reply held until it pauses and its words are heard (pipeline.talk_over): words interrupt the
     reply and are answered ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let
     the reply go on and be dropped); none (a cough) or a listener's "mm-hm" let it go on
     from the frame it stopped at (LiveKit Agents resumes a "false interruption" the same
@@ -34,6 +34,13 @@ class ConversationOptions:
     turn starts (and, in a quiet room, from before it started), the room bench's replies
     were held and let go on 6-12 times a session in echo and talk, and 4 of ~25
     talk-overs went on for 1-5 s (README, "In a real room"). None: off."""
+    held_barge_in_ms: int | None = 800
+    """Confirmed speech over a *held* reply that interrupts it before its words are heard.
+    A turn that pauses sooner is decided by its words, heard at the pause as a speculation
+    is (pipeline.talk_over): a listener's "mm-hm", "okay", "I see" let the reply go on
+    (Piper saying them over a reply: 120-740 ms confirmed; at barge_in_ms alone they cut
+    it), other words interrupt it. The reply is quiet from hold_ms either way. None:
+    barge_in_ms, held or not."""
     hold_release_ms: int = 200
     """Once the held turn has ended (its words heard), the reply goes on when nothing has
     been confirmed for this long."""
@@ -60,5 +67,8 @@ class ConversationOptions:
         if self.hold_ms is not None and not 0 < self.hold_ms < self.barge_in_ms:
             raise ValueError(f"hold_ms must be between 0 and barge_in_ms ({self.barge_in_ms})"
                              f" or None, got {self.hold_ms}")
+        if self.held_barge_in_ms is not None and self.held_barge_in_ms < self.barge_in_ms:
+            raise ValueError(f"held_barge_in_ms must be >= barge_in_ms ({self.barge_in_ms}) or"
+                             f" None, got {self.held_barge_in_ms}")
         if self.hold_release_ms <= 0:
             raise ValueError(f"hold_release_ms must be > 0, got {self.hold_release_ms}")

@@ -199,6 +199,7 @@ def conversation(
     speculate: bool = True,
     barge_in_ms: int = 200,
     hold_ms: int | None = None,
+    held_barge_in_ms: int | None = 800,
     endpoint: EndpointOptions | None = None,
     partial_interval_s: float | None = None,
     prefill_captions: bool = True,
@@ -209,7 +210,7 @@ def conversation(
     asked for, so the scripted transcripts are only consumed by replies."""
     events: list[ConversationEvent] = []
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
-                                  hold_ms=hold_ms,
+                                  hold_ms=hold_ms, held_barge_in_ms=held_barge_in_ms,
                                   endpoint=endpoint, partial_interval_s=partial_interval_s,
                                   prefill_captions=prefill_captions)
     conv = Conversation(models, speaker, options, emit=events.append)

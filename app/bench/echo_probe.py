@@ -8,8 +8,9 @@ speaking `at` seconds after the echo is first heard. Played frames are reported 
 the server's Speaker reports them: only the reply's, not the silence around it. One
 reply's frames are what the room gate sees in a session's first reply, where the guard
 has learned nothing yet: the hardest case (a later reply starts from what was learned).
-Last, a client that cancels its own echo (a browser), talked over in the first second of
-its first reply, with and without saying so (`Stream.echo_cancelled`).
+Then a client that cancels its own echo (a browser), talked over in the first second of
+its first reply, with and without saying so (`Stream.echo_cancelled`). Last, a listener's
+"mm-hm" over a reply: how much of it is confirmed, against the two barge-in limits.
 
 The replies and the user's words are the embedded Piper voice; its sampling varies run to
 run, so compare two versions in one call each, paired, not against a figure from an
@@ -42,6 +43,10 @@ HOLD_MS = ConversationOptions().hold_ms or ConversationOptions().barge_in_ms
 """Confirmed speech that holds (quiets) a reply."""
 BARGE_IN_MS = ConversationOptions().barge_in_ms
 """Confirmed speech that interrupts a reply."""
+HELD_BARGE_IN_MS = ConversationOptions().held_barge_in_ms or BARGE_IN_MS
+"""Confirmed speech that interrupts a held reply before its words are heard."""
+BACKCHANNELS = ("Mm-hm.", "Uh-huh.", "Okay.", "Yeah, yeah.", "Right.", "I see.", "Oh, okay.")
+"""A listener's "go on", said over a reply: it must not interrupt it."""
 REPLIES = (
     "The moon is about three hundred and eighty four thousand kilometres away, and it always"
     " shows us the same face.",
@@ -144,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report_talk_overs(replies, user, args.after, name, room)
     report_echo_alone(replies)
     report_cancelling_client(replies, user, scaled(talk, active_rms(user), 15) * 32768.0)
+    report_backchannels(replies[:2])
 
 
 def report_talk_overs(replies: list[Pcm], user: Pcm, after: Sequence[float], name: str,
@@ -193,6 +199,24 @@ def report_cancelling_client(replies: list[Pcm], user: Pcm, talk: np.ndarray) ->
         print(f"a client that says so but lets its echo through at {db:.0f} dB, the echo alone"
               f" ({len(worst)} first replies): {sum(ms >= HOLD_MS for ms in worst)} held,"
               f" {sum(ms >= BARGE_IN_MS for ms in worst)} barged in on")
+
+
+def report_backchannels(replies: list[Pcm]) -> None:
+    """A listener's backchannel said over a reply (1.5 s into it; the voice at three
+    speaking rates, echo -45 and -10 dB): the most speech confirmed in it, against the
+    barge-in (a reply not held) and the held reply's barge-in (its words are heard first)."""
+    path = locate("tts").path
+    voices = [load_synthesizer(path, TtsOptions(length_scale=rate)) for rate in (0.85, 1.0, 1.2)]
+    peaks: list[int] = []
+    for phrase, voice, reply, db in itertools.product(BACKCHANNELS, voices, replies, (-45.0, -10.0)):
+        said = speak(voice, phrase, lead_s=0, trail_s=0.6)
+        confirmed = Duplex(reply, Echo(db, 0.16), report_silence=False).play(said, 1.5, hold=True)
+        start = int((LEAD_S + 1.5) * SAMPLE_RATE) // FRAME_SAMPLES
+        peaks.append(max(confirmed[start:]))
+    print(f"backchannels over a reply ({len(peaks)}: {', '.join(BACKCHANNELS)}): confirmed"
+          f" {min(peaks)}-{max(peaks)} ms, median {statistics.median(peaks):.0f};"
+          f" {sum(ms >= BARGE_IN_MS for ms in peaks)} reach the barge-in ({BARGE_IN_MS} ms),"
+          f" {sum(ms >= HELD_BARGE_IN_MS for ms in peaks)} a held reply's ({HELD_BARGE_IN_MS} ms)")
 
 
 if __name__ == "__main__":

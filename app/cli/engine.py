@@ -37,8 +37,8 @@ def settings_from(args: argparse.Namespace) -> Any:
                      endpoint_ms=args.endpoint_ms, aggressiveness=args.vad_aggressiveness,
                      onset_ms=args.onset_ms),
         partial_interval_s=args.caption_interval,
-        **_checked(_talk_over, "--barge-in-ms / --hold-ms", barge_in_ms=args.barge_in_ms,
-                   hold=args.hold_ms),
+        **_checked(_talk_over, "--barge-in-ms / --hold-ms / --held-barge-in-ms",
+                   barge_in_ms=args.barge_in_ms, hold=args.hold_ms, held=args.held_barge_in_ms),
         integrity=_checked(IntegrityOptions, "--max-sentences / --history-exchanges",
                            max_sentences=args.max_sentences, max_exchanges=args.history_exchanges,
                            keep_interrupted=args.keep_interrupted,
@@ -71,11 +71,14 @@ def settings_from(args: argparse.Namespace) -> Any:
         raise UsageError(str(error)) from None
 
 
-def _talk_over(barge_in_ms: int, hold: str) -> dict[str, Any]:
-    """ConversationOptions' barge-in fields from --barge-in-ms and --hold-ms (MS or off)."""
+def _talk_over(barge_in_ms: int, hold: str, held: str) -> dict[str, Any]:
+    """ConversationOptions' barge-in fields from --barge-in-ms, --hold-ms and
+    --held-barge-in-ms (MS or off)."""
     hold_ms = None if hold == "off" else _ms(hold, "--hold-ms")
-    ConversationOptions(barge_in_ms=barge_in_ms, hold_ms=hold_ms)  # refuses a bad pair
-    return {"barge_in_ms": barge_in_ms, "hold_ms": hold_ms}
+    held_ms = None if held == "off" else _ms(held, "--held-barge-in-ms")
+    ConversationOptions(barge_in_ms=barge_in_ms, hold_ms=hold_ms,
+                        held_barge_in_ms=held_ms)  # refuses a bad combination
+    return {"barge_in_ms": barge_in_ms, "hold_ms": hold_ms, "held_barge_in_ms": held_ms}
 
 
 def _ms(value: str, flag: str) -> int:
@@ -135,6 +138,11 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
                        help="confirmed speech over a reply that holds it quiet until the"
                        " barge-in is decided; it goes on if the speech stops (default"
                        " %(default)s)")
+    group.add_argument("--held-barge-in-ms", metavar="MS|off",
+                       default=str(ConversationOptions().held_barge_in_ms),
+                       help="confirmed speech over a held reply that interrupts it before"
+                       " its words are heard at a pause (a 'mm-hm' lets it go on; off:"
+                       " --barge-in-ms; default %(default)s)")
     group.add_argument("--llm-gpu-layers", type=int, default=0,
                        help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")

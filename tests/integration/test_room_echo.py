@@ -69,3 +69,17 @@ def test_a_user_talking_over_the_reply_still_interrupts_it_within_400_ms(
     assert 0 <= (held - spoke) * 20 <= 400 - 1000 * TRANSPORT_S - 40
     assert (interrupted - held) * 20 <= 2 * (BARGE_IN_MS - HOLD_MS) + (AEC3_TAIL_MS if cancel else 0)
     assert any(isinstance(e, SpeechStarted) for e in duplex.events)
+
+
+HELD_BARGE_IN_MS = ConversationOptions().held_barge_in_ms or BARGE_IN_MS
+"""Confirmed speech that interrupts a held reply before its words are heard."""
+
+
+@pytest.mark.parametrize("phrase", ["Mm-hm.", "Okay.", "I see.", "Yeah, yeah."])
+def test_a_listeners_backchannel_holds_the_reply_but_does_not_interrupt_it(
+        reply: np.ndarray, voice: PiperSynthesizer, phrase: str) -> None:
+    """A "mm-hm" over the reply is confirmed long enough to hold it, and for its words to be
+    heard at its pause (pipeline.talk_over), but not for the held reply's barge-in."""
+    said = speak(voice, phrase, lead_s=0, trail_s=0.6)
+    confirmed = Duplex(reply, Echo(-10, 0.16)).play(said, user_at_s=1.5, hold=True)
+    assert HOLD_MS <= max(confirmed) < HELD_BARGE_IN_MS

@@ -50,10 +50,14 @@ def test_the_barge_in_and_hold_flags_reach_the_conversation() -> None:
     conversation = _settings("--barge-in-ms", "300", "--hold-ms", "off").conversation
     assert (conversation.barge_in_ms, conversation.hold_ms) == (300, None)
     assert _settings("--hold-ms", "100").conversation.hold_ms == 100
+    assert _settings().conversation.held_barge_in_ms == 800
+    assert _settings("--held-barge-in-ms", "500").conversation.held_barge_in_ms == 500
+    assert _settings("--held-barge-in-ms", "off").conversation.held_barge_in_ms is None
 
 
 @pytest.mark.parametrize("flags", [("--hold-ms", "200"), ("--hold-ms", "soon"),
-                                   ("--barge-in-ms", "100"), ("--barge-in-ms", "-5")])
+                                   ("--barge-in-ms", "100"), ("--barge-in-ms", "-5"),
+                                   ("--held-barge-in-ms", "150"), ("--held-barge-in-ms", "x")])
 def test_a_hold_that_is_not_before_the_barge_in_is_a_usage_error(flags: tuple[str, str]) -> None:
     with pytest.raises(UsageError, match="--hold-ms"):
         _settings(*flags)

@@ -18,7 +18,7 @@ from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
 from pipeline.speaker import Speaker
-from pipeline.talk_over import is_backchannel
+from pipeline.talk_over import is_backchannel, repeats_reply
 from pipeline.timeline import (
     ASR_FINAL,
     ENDPOINT,
@@ -232,11 +232,74 @@ async def test_a_short_word_over_a_reply_stops_it_unless_it_says_go_on(
         assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
 
 
+@pytest.mark.parametrize("said, stops", [("Mm-hm.", False), ("Yeah, yeah, I see.", False),
+                                         ("Seven, eight, nine.", False),
+                                         ("What about Spain?", True)])
+async def test_words_past_the_barge_in_over_a_held_reply_are_heard_at_its_pause(
+    workers: Workers, said: str, stops: bool,
+) -> None:
+    """Speech over a held reply past barge_in_ms (Piper's "mm-hm" over a reply: up to
+    740 ms confirmed) does not interrupt it; its words are heard at the turn's first pause.
+    A backchannel, or the reply's own words (its echo, past a leaking canceller), let the
+    reply go on; other words interrupt it there, and become the speculative reply to the
+    turn, committed at its endpoint as any other."""
+    transcriber = FakeTranscriber("tell me", said)
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        conv.options = replace(conv.options, vad=replace(TEST_VAD, endpoint_ms=600))
+        mic.play(5)
+        await mic.send(True, 20, play=True)  # 400 ms, held from 120 ms
+        assert conv.speaker.held and conv.barge_ins == 0
+        assert mic.played_samples == 10 * FRAME_SAMPLES  # 5 frames into the speech
+        await mic.send(False, ONSET_FRAMES, play=True)  # the pause: its words are heard
+        await until(lambda: len(transcriber.calls) == 2, what="the words heard")
+        if stops:
+            await until(lambda: conv.speculating() is not None, what="the reply to them")
+            assert conv.barge_ins == 1 and conv.endpointer.pausing  # before the endpoint
+            assert [e.reason for e in events if isinstance(e, BargeIn)] == ["words over the reply"]
+        await mic.send(False, 30 - ONSET_FRAMES, play=True)  # its endpoint, 600 ms
+        assert not conv.endpointer.speaking
+        await mic.play_until(lambda: len(conv.turns) == (2 if stops else 1) and not conv.busy)
+    if stops:
+        assert conv.turns[0].interrupted and conv.turns[1].transcript == said
+        assert len(transcriber.calls) == 2 and conv.speculation.committed == 2  # heard once
+    else:
+        assert conv.barge_ins == 0 and not conv.turns[0].interrupted
+        assert mic.played_samples >= REPLY_FRAMES * FRAME_SAMPLES
+
+
+async def test_a_backchannel_that_goes_on_into_a_question_interrupts_at_its_next_pause(
+    workers: Workers,
+) -> None:
+    """"Yeah… but why?": the first pause's words let the reply go on; the speech after it
+    holds the reply again, and the whole turn's words interrupt it at the next pause."""
+    transcriber = FakeTranscriber("tell me", "Yeah.", "Yeah, but why?")
+    models = workers.models(transcriber, FakeResponder(REPLY), FakeSynthesizer())
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 8, play=True)
+        await mic.send(False, ONSET_FRAMES, play=True)
+        await until(lambda: len(transcriber.calls) == 2, what="'yeah' heard")
+        await mic.send(True, 8, play=True)  # the turn resumes: held again
+        assert conv.speaker.held and conv.barge_ins == 0
+        await mic.send(False, ENDPOINT_FRAMES, play=True)
+        await mic.play_until(lambda: len(conv.turns) == 2 and not conv.busy)
+    assert conv.turns[0].interrupted and conv.turns[1].transcript == "Yeah, but why?"
+    assert transcriber.calls[2] > transcriber.calls[1]  # the whole turn, heard again
+
+
 async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_where_it_stopped(
     workers: Workers,
 ) -> None:
+    """Without a pause to hear the words in, held_barge_in_ms of speech interrupts it."""
     models = workers.models(FakeTranscriber("tell me"), FakeResponder(REPLY), FakeSynthesizer())
-    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120)
+    conv, events = conversation(models, Speaker(), barge_in_ms=200, hold_ms=120,
+                                held_barge_in_ms=400)
     async with Mic(conv) as mic:
         await mic.say()
         await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
@@ -244,7 +307,10 @@ async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_wher
         await mic.send(True, 9, play=True)  # held at 120 ms: 5 more frames, one word, left
         assert conv.speaker.held and conv.barge_ins == 0
         assert mic.played_samples == 25 * FRAME_SAMPLES
-        await mic.send(True, 1, play=True)  # 200 ms: barge-in
+        await mic.send(True, 10, play=True)  # 380 ms: past barge_in_ms, still held
+        assert conv.speaker.held and conv.barge_ins == 0
+        assert mic.played_samples == 25 * FRAME_SAMPLES
+        await mic.send(True, 1, play=True)  # 400 ms: barge-in
         assert conv.barge_ins == 1 and not conv.speaker.held
     (turn,) = conv.turns
     assert turn.interrupted  # what played before the hold, and not a word more
@@ -288,6 +354,8 @@ def test_hold_ms_must_come_before_the_barge_in() -> None:
 
     with pytest.raises(ValueError, match="hold_ms"):
         ConversationOptions(barge_in_ms=200, hold_ms=200)
+    with pytest.raises(ValueError, match="held_barge_in_ms"):
+        ConversationOptions(barge_in_ms=200, held_barge_in_ms=180)
     with pytest.raises(ValueError, match="hold_release_ms"):
         ConversationOptions(hold_release_ms=0)
     assert ConversationOptions(barge_in_ms=60, hold_ms=None).hold_ms is None
@@ -555,10 +623,11 @@ async def test_a_held_reply_stays_held_while_the_words_are_confirmed_in_runs(
     frames the gate takes for the echo between them: the turn pauses, and a frame or two
     of confirmed speech does not resume it. The hold lasts while confirmed speech keeps
     coming (it counted the pause's silence, and let the reply go on mid-talk-over), and
-    the barge-in follows."""
-    models = workers.models(FakeTranscriber("tell me", "stop"), FakeResponder(REPLY),
+    the barge-in follows. (Each pause's words are heard: none yet, over the echo.)"""
+    models = workers.models(FakeTranscriber("tell me", ""), FakeResponder(REPLY),
                             FakeSynthesizer())
-    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
+    conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80,
+                           held_barge_in_ms=200)
     async with Mic(conv) as mic:
         await mic.say()
         await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
@@ -581,8 +650,8 @@ async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
     workers: Workers,
 ) -> None:
     """Voice the gate doubts but that keeps the turn going (a word under our echo) keeps
-    the hold, and so does the pause after it, until the turn ends and its words decide
-    ("stop": the reply is interrupted)."""
+    the hold until the turn pauses and its words decide ("stop": the reply is
+    interrupted there, before the endpoint)."""
     models = workers.models(FakeTranscriber("tell me", "stop"), FakeResponder(REPLY),
                             FakeSynthesizer())
     conv, _ = conversation(models, Speaker(), barge_in_ms=200, hold_ms=80)
@@ -596,11 +665,19 @@ async def test_a_held_reply_stays_held_while_the_turn_goes_on_unconfirmed(
         await mic.send(True, 15, play=True)  # 300 ms voiced, none of it confirmed
         assert conv.speaker.held and conv.endpointer.speaking and not conv.endpointer.pausing
         gate.doubt = False
-        await mic.send(False, ENDPOINT_FRAMES - 1, play=True)  # then a pause: still held
-        assert conv.speaker.held
-        await mic.send(False, 1, play=True)
+        await mic.send(False, ONSET_FRAMES, play=True)  # then a pause: its words are heard
         await mic.play_until(lambda: conv.barge_ins == 1)
+        assert conv.endpointer.pausing
     assert conv.stats.holds_released == 0 and conv.turns[0].interrupted
+
+
+def test_the_replys_own_words_coming_back_are_told_from_the_users() -> None:
+    reply = "The moon is about three hundred and eighty four thousand kilometres away."
+    for words in ("the moon is about", "three hundred and eighty", "thousand kilometres",
+                  "the moon is a bat three hundred"):
+        assert repeats_reply(words, reply), words
+    for words in ("moon", "how far is the moon", "what about mars", "is it far away", ""):
+        assert not repeats_reply(words, reply), words
 
 
 def test_what_says_go_on_and_what_interrupts() -> None:

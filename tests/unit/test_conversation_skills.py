@@ -15,30 +15,36 @@ from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
 from pipeline.skills import Timers, default_skills
+from pipeline.skills.hush import HushSkill
 from pipeline.speaker import Speaker
+from pipeline.vad import Endpointer
 from tests.fakes import (
+    ENDPOINT_FRAMES,
     TEST_VAD,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
     Mic,
     Workers,
+    any_sound,
     until,
 )
 
 pytestmark = pytest.mark.timeout(10)
 
 
-def with_skills(workers: Workers, transcripts: list[str], reply: list[str]
+def with_skills(workers: Workers, transcripts: list[str], reply: list[str], *,
+                hold_ms: int | None = None
                 ) -> tuple[Conversation, FakeResponder, list[ConversationEvent]]:
     events: list[ConversationEvent] = []
     responder = FakeResponder(reply)
     models = workers.models(FakeTranscriber(*transcripts), responder, FakeSynthesizer())
     timers = Timers()
-    conv = Conversation(models, Speaker(), ConversationOptions(vad=TEST_VAD, endpoint=None,
-                                                               partial_interval_s=None),
-                        emit=events.append,
-                        skills=default_skills(timers=timers, store=None), timers=timers)
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None,
+                                  hold_ms=hold_ms)
+    conv = Conversation(models, Speaker(), options, emit=events.append,
+                        skills=default_skills(timers=timers, store=None, extra=[HushSkill()]),
+                        timers=timers)
     return conv, responder, events
 
 
@@ -114,3 +120,42 @@ async def test_the_bell_stops_with_the_conversation(workers: Workers) -> None:
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert mic.task is None
     assert not [t for t in asyncio.all_tasks() if "Bell.run" in repr(t.get_coro())]
+
+
+async def test_stop_said_over_a_reply_stops_it_and_is_answered_with_silence(
+    workers: Workers,
+) -> None:
+    """"Stop." over a reply interrupts it, and nothing is said to it (the LLM answered it:
+    "I'm sorry, I can't stop…"); neither exchange is in what the LLM reads next."""
+    story = ["Once upon a time, ", "there was a fox ", "who lived by the sea. "] * 3
+    conv, responder, _ = with_skills(workers, ["Tell me a story.", "Stop.", "What is a fox?"],
+                                     story, hold_ms=120)
+    conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)  # every frame sent is speech
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames > 20, what="the story playing")
+        mic.play(10)
+        await mic.send(True, 8, play=True)  # held; its words decide at its pause
+        await mic.send(False, ENDPOINT_FRAMES, play=True)
+        await until(lambda: len(conv.turns) == 2, what="the stop's turn")
+        assert conv.turns[0].interrupted
+        assert conv.turns[1].skill == "hush" and conv.turns[1].reply == ""
+        assert conv.speaker.queued_frames == 0  # and nothing to play
+        assert conv.llm_history() == []
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 3)
+    assert responder.users == ["Tell me a story.", "What is a fox?"]
+    assert responder.histories[1] == []
+
+
+async def test_stop_said_in_silence_is_one_silent_turn(workers: Workers) -> None:
+    """A speculation with nothing to say is played out at once, and is still the turn's
+    reply only at the endpoint (it was done before it, and the endpoint replied again)."""
+    conv, responder, _ = with_skills(workers, ["Never mind."], ["unused"])
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: len(conv.turns) == 1, what="the turn")
+        await asyncio.sleep(0.05)
+        assert len(conv.turns) == 1 and not conv.busy and conv.speaker.queued_frames == 0
+    assert conv.turns[0].skill == "hush" and conv.speculation.committed == 1
+    assert responder.users == []

@@ -10,7 +10,7 @@ import base64
 import pytest
 
 from app.transports.realtime.route import REALTIME
-from tests.fakes import VOICE
+from tests.fakes import SILENCE, VOICE
 from tests.transports import fake_engine
 from tests.unit.realtime_harness import rt_client, serving, speech
 
@@ -119,7 +119,7 @@ async def test_new_speech_barges_in_and_the_response_is_cancelled() -> None:
     async with serving(fake) as served, rt_client(served.url) as client:
         await client.append(speech())
         await client.next("response.output_audio.delta")
-        await client.append([VOICE] * 15)
+        await client.append([VOICE] * 15 + [SILENCE] * 10)  # held; its words decide at the pause
         done = await client.next("response.done")
         assert done["response"]["status"] == "cancelled"
         assert done["response"]["status_details"]["reason"] == "turn_detected"
