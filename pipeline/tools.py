@@ -144,9 +144,10 @@ _OPENING = '{"name"'
 _FENCE = "```json"
 
 
-_MARKERS = re.compile(r"(?:\s|`|json\b|<tool_call>|\{)+", re.IGNORECASE)
+_MARKERS = re.compile(r"(?:\s|`|json\b|<tool_call>|\{|\[)+", re.IGNORECASE)
 """What may come before a call's key: a Markdown fence (its backticks may be dropped, or
-spaced: "``` json"), the `<tool_call>` tag, one or two braces."""
+spaced: "``` json"), the `<tool_call>` tag, one or two braces, a bracket (the 0.5B, to
+"mm-hm" heard as "And then make some.", said '[ "name": "set timer",' aloud)."""
 
 
 def may_be_call(text: str) -> bool:

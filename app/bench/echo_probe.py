@@ -198,7 +198,9 @@ def report_cancelling_client(replies: list[Pcm], user: Pcm, talk: np.ndarray) ->
                  for reply, delay, rt60 in itertools.product(replies, (0.16, 0.3, 0.5), (0.0, 0.4))]
         print(f"a client that says so but lets its echo through at {db:.0f} dB, the echo alone"
               f" ({len(worst)} first replies): {sum(ms >= HOLD_MS for ms in worst)} held,"
-              f" {sum(ms >= BARGE_IN_MS for ms in worst)} barged in on")
+              f" {sum(ms >= BARGE_IN_MS for ms in worst)} reach the barge-in,"
+              f" {sum(ms >= HELD_BARGE_IN_MS for ms in worst)} a held reply's (its words are"
+              " heard first: the reply's own go on)")
 
 
 def report_backchannels(replies: list[Pcm]) -> None:

@@ -293,6 +293,28 @@ async def test_a_backchannel_that_goes_on_into_a_question_interrupts_at_its_next
     assert transcriber.calls[2] > transcriber.calls[1]  # the whole turn, heard again
 
 
+async def test_a_question_over_the_reply_with_a_pause_in_it_is_answered_whole(
+    workers: Workers,
+) -> None:
+    """"What about… dogs?": its first words interrupt the reply at the pause and are
+    speculated on; the user goes on, and the whole question is answered."""
+    transcriber = FakeTranscriber("tell me", "What about...", "What about dogs?")
+    responder = FakeResponder(REPLY)
+    conv, _ = conversation(workers.models(transcriber, responder, FakeSynthesizer()), Speaker(),
+                           barge_in_ms=200, hold_ms=120)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await until(lambda: conv.speaker.queued_frames == REPLY_FRAMES, what="reply audio")
+        await mic.send(True, 10, play=True)
+        await mic.send(False, ONSET_FRAMES, play=True)
+        await until(lambda: conv.barge_ins == 1, what="the reply interrupted at the pause")
+        await mic.send(True, 6, play=True)  # "dogs?"
+        await mic.send(False, ENDPOINT_FRAMES, play=True)
+        await mic.play_until(lambda: len(conv.turns) == 2 and not conv.busy)
+    assert conv.turns[1].transcript == "What about dogs?"
+    assert responder.users[-1] == "What about dogs?"
+
+
 async def test_a_held_reply_that_the_user_keeps_talking_over_is_interrupted_where_it_stopped(
     workers: Workers,
 ) -> None:
@@ -681,7 +703,8 @@ def test_the_replys_own_words_coming_back_are_told_from_the_users() -> None:
 
 
 def test_what_says_go_on_and_what_interrupts() -> None:
-    for words in ("mm hm", "mhm", "uh huh", "yeah yeah", "okay", "i see", "right right"):
+    for words in ("mm hm", "mhm", "uh huh", "yeah yeah", "okay", "i see", "right right",
+                  "mmhn", "m h m", "m h n", "mmhm"):
         assert is_backchannel(words), words
     for words in ("wait", "stop", "no", "yes", "yeah but why", "okay stop", "thank you", ""):
         assert not is_backchannel(words), words

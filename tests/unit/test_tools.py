@@ -94,6 +94,8 @@ def test_every_tool_has_a_request() -> None:
     "json\nname: set_timer\narguments: duration: 20 minutes",
     '``` json\n{"name": "set_timer", "arguments": {"duration": "20 minutes"}}',
     '```\njson\n{name: "set_timer", arguments: {duration: "20 minutes"}}',
+    '[ "name": "set timer", "arguments": {"duration": "20 minutes"} ]',
+    '[{"name": "set_timer", "arguments": {"duration": "20 minutes"}}]',
 ])
 def test_a_call_written_loosely_is_held_and_never_said(text: str) -> None:
     """The 0.5B said "json name: set timer," aloud: whatever follows the marker, a `name`
@@ -105,7 +107,7 @@ def test_a_call_written_loosely_is_held_and_never_said(text: str) -> None:
 
 def test_a_reply_that_merely_starts_like_a_marker_is_not_held() -> None:
     for text in ("Names of the planets", "``` The answer", "```python", "json is a format",
-                 "{The set"):
+                 "{The set", "[1] The", "[Laughs"):
         assert not may_be_call(text), text
 
 
