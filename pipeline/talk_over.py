@@ -46,8 +46,9 @@ BACKCHANNEL = re.compile(
     r"really|uh|um)(?: |$))+$"
 )
 """A listener's signal that they follow, which lets the reply go on: "mm-hm" (whisper-base
-spells Piper's as "MMHN.", "M-H-M."), "yeah, yeah", "okay", "I see". Anything with other words interrupts ("yeah, but…", "wait"), and
-so do "yes" and "sure": the answer to a question the reply asked."""
+spells Piper's as "MMHN.", "M-H-M."), "yeah, yeah", "okay", "I see". Anything with other
+words interrupts ("yeah, but…", "wait"), and so do "yes" and "sure": the answer to a
+question the reply asked."""
 
 
 def is_backchannel(words: str) -> bool:
