@@ -147,7 +147,9 @@ _FENCE = "```json"
 _MARKERS = re.compile(r"(?:\s|`|json\b|<tool_call>|\{|\[)+", re.IGNORECASE)
 """What may come before a call's key: a Markdown fence (its backticks may be dropped, or
 spaced: "``` json"), the `<tool_call>` tag, one or two braces, a bracket (the 0.5B, to
-"mm-hm" heard as "And then make some.", said '[ "name": "set timer",' aloud)."""
+"mm-hm" heard as "And then make some.", said '[ "name": "set timer",' aloud; on the room
+bench, to a misheard question, '[ "set timer", "parameters":', and every later reply of
+that session copied it from the history)."""
 
 
 def may_be_call(text: str) -> bool:
@@ -164,6 +166,8 @@ def may_be_call(text: str) -> bool:
     rest = start[marked.end():] if marked else start
     if not rest or (marked and any(m.startswith(rest) for m in ("json", "<tool_call>"))):
         return True  # nothing but markers yet, or one coming ("``` js")
+    if rest.startswith('"') and marked and any(c in marked.group() for c in "[{"):
+        return True  # JSON whatever its key: '[ "set timer", "parameters":' is never said
     if rest.startswith('"') or not marked:
         return _OPENING[1:].startswith(rest[: len(_OPENING) - 1])
     return "name".startswith(rest[:4]) and (len(rest) <= 4 or rest[4] in "\"': ")

@@ -52,6 +52,7 @@ class Condition:
     talk_overs: int = 0
     voice_db: float = 0.0
     echo_rt60_s: float = 0.0
+    backchannels: int = 0
 
 
 CONDITIONS = {c.name: c for c in (
@@ -75,6 +76,8 @@ LONG_ASK = "Tell me a story about a dragon who lived by the sea."
 """A question whose reply lasts long enough to be talked over."""
 GAP_S = 1.0
 """The room alone between a reply's end and the next question."""
+BACKCHANNELS = ("Mm-hm.", "Okay.", "I see.", "Uh-huh.", "Yeah, yeah.", "Right.")
+"""A listener's "go on", said over the long reply: it must let the reply go on."""
 
 
 @dataclass
@@ -107,8 +110,9 @@ async def _ask(client: Client, utterance: Utterance) -> Asked:
 
 
 async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
-                     after_s: float) -> list[Asked]:
-    """Ask for a long reply, then talk over it `after_s` after it is first heard."""
+                     after_s: float, *, backchannel: bool = False) -> list[Asked]:
+    """Ask for a long reply, then talk over it `after_s` after it is first heard (with a
+    `backchannel`, a listener's "mm-hm": the reply should go on)."""
     first = await _say(client, long_ask)
     first.lead_in = True
     heard = await _until(lambda: client.received.first_audible_after(first.end), 15.0)
@@ -116,7 +120,7 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
         return [first]
     await asyncio.sleep(max(0.0, heard + after_s - now()))
     talk = await _say(client, over)
-    talk.talk_over = True
+    talk.talk_over, talk.backchannel = not backchannel, backchannel
     # Playing: heard in the last half second (the talk-over may begin in the pause after a
     # comma, between two clauses: "Dragon lives by the sea, | with its long legs…").
     playing = client.received.audible_between(talk.start - 0.5, talk.start + 0.06)
@@ -130,8 +134,10 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
              and talk.start <= e["received"] <= talk.end + 0.6]
     # A talk-over tests a barge-in only if the reply had more to play than a barge-in
     # takes (~0.4 s): a one-sentence story can end under it by itself.
+    # (A backchannel holds the reply while it is said, and lets it go on after its pause.)
+    until = talk.end + 1.5 if backchannel else talk.start + 1.0
     talk.over_reply = bool(playing) and (bool(barge) or bool(
-        client.received.audible_between(talk.start + 0.45, talk.start + 1.0)))
+        client.received.audible_between(talk.start + 0.45, until)))
     if playing and barge:
         stopped = stopped_at(client.received.levels, talk.start, barge[0])
         talk.stopped_ms = round((stopped - talk.start) * 1000, 1) if stopped else None
@@ -182,9 +188,10 @@ async def _quiet(client: Client, quiet_s: float, timeout: float) -> None:
 
 async def run_condition(url: str, condition: Condition, questions: Sequence[Utterance],
                         long_ask: Utterance, room: Float | None, *,
-                        ask: bool = True) -> ConditionResult:
+                        ask: bool = True, backchannels: Sequence[Utterance] = ()
+                        ) -> ConditionResult:
     """One fresh WebRTC session in this room: every question (unless not `ask`), then the
-    talk-overs (said with the questions' words)."""
+    talk-overs (said with the questions' words), then the backchannels."""
     mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s,
                   voice_db=condition.voice_db, echo_rt60_s=condition.echo_rt60_s)
     result = ConditionResult(condition)
@@ -198,6 +205,11 @@ async def run_condition(url: str, condition: Condition, questions: Sequence[Utte
             # 1.0, 1.2, 1.4 s in: a story reply is often one sentence (~2 s).
             result.asked += await _talk_over(client, long_ask, over,
                                              after_s=1.0 + 0.2 * (index % 3))
+            await asyncio.sleep(GAP_S)
+        for index in range(condition.backchannels if backchannels else 0):
+            result.asked += await _talk_over(client, long_ask,
+                                             backchannels[index % len(backchannels)],
+                                             after_s=1.0 + 0.2 * (index % 3), backchannel=True)
             await asyncio.sleep(GAP_S)
         await asyncio.sleep(1.0)
         result.events = [{k: e.get(k) for k in ("type", "received", "speech_end_t",
@@ -242,13 +254,17 @@ def room_questions(held_out: bool) -> list[str]:
 
 def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[Condition],
                server_args: Sequence[str] = (), held_out: bool = False,
-               talk_overs: int | None = None) -> list[ConditionResult]:
-    """Every condition in turn on one server. `talk_overs`: that many talk-overs in every
-    condition and no questions (a barge-in comparison: many stops in a few minutes)."""
-    if talk_overs is not None:
-        if not 1 <= talk_overs <= 50:
-            raise ValueError("--talk-overs must be 1-50")
-        conditions = [replace(c, talk_overs=talk_overs) for c in conditions]
+               talk_overs: int | None = None,
+               backchannels: int | None = None) -> list[ConditionResult]:
+    """Every condition in turn on one server. `talk_overs`, `backchannels`: that many
+    talk-overs (questions) and backchannels ("mm-hm") over a long reply in every condition,
+    and no questions (a barge-in comparison: many in a few minutes)."""
+    for count, flag in ((talk_overs, "--talk-overs"), (backchannels, "--backchannels")):
+        if count is not None and not 1 <= count <= 50:
+            raise ValueError(f"{flag} must be 1-50")
+    if talk_overs is not None or backchannels is not None:
+        conditions = [replace(c, talk_overs=talk_overs or 0, backchannels=backchannels or 0)
+                      for c in conditions]
     from app.bench.utterances import speak
     from app.serve import use_loopback_candidates
     from models.load import load_synthesizer
@@ -260,6 +276,7 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     questions = [Utterance(q, speak(voice, q, lead_s=0.3, trail_s=0.5))
                  for q in room_questions(held_out)] * rounds
     long_ask = Utterance(LONG_ASK, speak(voice, LONG_ASK, lead_s=0.3, trail_s=0.5))
+    channels = [Utterance(b, speak(voice, b, lead_s=0.3, trail_s=0.5)) for b in BACKCHANNELS]
     level = float(np.mean([active_rms(q.pcm) for q in questions]))
     rooms = make_rooms(conditions, level, voice)
     # -v: the server's log (saved beside the results) tells each hold, barge-in and echo
@@ -273,7 +290,8 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
             before = _speculation(server)
             results.append(asyncio.run(run_condition(target, condition, questions, long_ask,
                                                      rooms[condition.name],
-                                                     ask=talk_overs is None)))
+                                                     ask=talk_overs is None and backchannels is None,
+                                                     backchannels=channels)))
             if server is not None:  # what the server's speculation did in this condition
                 after = _speculation(server)
                 results[-1].summary["speculation"] = {

@@ -59,6 +59,10 @@ def report(results: Sequence[ConditionResult]) -> None:
             print(f"{r.condition.name}: TTFA against the clean room, the same {paired['n']} "
                   f"questions: median difference {paired['median_diff_ms']:+.0f} ms "
                   f"(p50 {paired['clean_p50_ms']:.0f} → {paired['p50_ms']:.0f})")
+        if said := r.summary.get("backchannels"):
+            print(f"{r.condition.name}: backchannels over a reply {said}: cut it"
+                  f" {r.summary['backchannels_cut']}, answered as a turn"
+                  f" {r.summary['backchannels_answered']}")
         if late := r.summary.get("talk_overs_after_reply"):
             print(f"{r.condition.name}: {late} talk-over(s) began after the reply had ended "
                   "(not counted)")

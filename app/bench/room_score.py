@@ -22,6 +22,8 @@ class Asked:
     end: float
     """Its last sound left the client."""
     talk_over: bool = False
+    backchannel: bool = False
+    """A listener's "mm-hm" said over a reply (like a talk-over): it should go on."""
     lead_in: bool = False
     """Asked only to be talked over (the long ask before a talk-over): not one of the
     condition's questions, so out of its WER and TTFA — every condition's are over the
@@ -52,7 +54,8 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
         if owner is not None:
             heard.setdefault(owner, []).append(str(turn.get("transcript", "")))
     phantom = owners.count(None) + sum(len(v) - 1 for v in heard.values())
-    plain = [i for i, a in enumerate(asked) if not a.talk_over and not a.lead_in]
+    plain = [i for i, a in enumerate(asked)
+             if not a.talk_over and not a.lead_in and not a.backchannel]
     refs = [normalise(asked[i].text) for i in plain]
     hyps = [normalise(" ".join(heard.get(i, []))) for i in plain]
     words = sum(len(r.split()) for r in refs)
@@ -79,6 +82,12 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
         "stop_ms": [a.stopped_ms for a in overs],
         "talk_overs_after_reply": sum(a.talk_over and not a.over_reply for a in asked),
     }
+    if channels := [a for a in asked if a.backchannel and a.over_reply]:
+        out["backchannels"] = len(channels)
+        out["backchannels_cut"] = sum(any(a.start <= t <= a.end + 0.6 for t in barge)
+                                      for a in channels)
+        out["backchannels_answered"] = sum(i in heard for i, a in enumerate(asked)
+                                           if a.backchannel)
     if ttfa:
         p50, p95 = np.percentile(ttfa, [50, 95])
         out["ttfa_client"] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}

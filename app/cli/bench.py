@@ -92,7 +92,8 @@ def _bench_room(args: argparse.Namespace) -> int:
     try:
         bench_room(url=args.url, out=Path(args.out), rounds=args.rounds,
                    conditions=parse_conditions(args.room), server_args=args.server_arg or (),
-                   held_out=args.held_out, talk_overs=args.talk_overs)
+                   held_out=args.held_out, talk_overs=args.talk_overs,
+                   backchannels=args.backchannels)
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
     return 0
@@ -183,6 +184,10 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--talk-overs", type=int, metavar="N",
                        help="with --room: N talk-overs in each condition and no questions (how"
                        " soon a reply stops for a user who talks over it, N stops per room)")
+    bench.add_argument("--backchannels", type=int, metavar="N",
+                       help="with --room: N backchannels ('mm-hm', 'okay') over a long reply in"
+                       " each condition and no questions (how many cut the reply, or were"
+                       " answered; with --talk-overs, after them)")
     bench.add_argument("--held-out", action="store_true",
                        help="with --room: ask the ASR set's held-out lines (never tuned on)"
                        " instead of the question set")

@@ -106,6 +106,24 @@ def test_a_talk_over_is_scored_apart_from_the_questions() -> None:
     assert summary["questions"] == 1 and summary["phantom_turns"] == 0
 
 
+def test_a_backchannel_over_a_reply_is_scored_apart_cut_or_answered() -> None:
+    """A "mm-hm" over a reply is no question (nor its turn a phantom); a barge-in while it
+    is said cut the reply, and a turn of its own answered it: both are counted."""
+    asked = [Asked("what is two and two", 1.0, 2.0),
+             Asked("tell me a story", 5.0, 6.0, lead_in=True),
+             Asked("mm hm", 8.0, 8.5, backchannel=True),
+             Asked("tell me a story", 12.0, 13.0, lead_in=True),
+             Asked("okay", 15.0, 15.4, backchannel=True)]
+    events = [turn(2.1, "what is two and two"), turn(6.1, "tell me a story"),
+              turn(13.1, "tell me a story"), {"type": "barge_in", "received": 15.3},
+              turn(15.5, "and then make some")]
+    summary = summarize(asked, events)
+    assert summary["questions"] == 1 and summary["wer"] == 0.0 and summary["phantom_turns"] == 0
+    assert (summary["backchannels"], summary["backchannels_cut"]) == (2, 1)
+    assert summary["backchannels_answered"] == 1 and summary["self_interruptions"] == 0
+    assert summary["talk_overs"] == 0
+
+
 def test_skill_answers_time_the_room_apart_from_the_llm() -> None:
     """TTFA of the questions a skill answered (no LLM in it) and the server's wait from
     the end of speech to the endpoint are reported apart from TTFA over all questions."""
@@ -203,6 +221,9 @@ def test_a_talk_over_count_out_of_range_is_refused_before_anything_starts(tmp_pa
         with pytest.raises(ValueError, match="--talk-overs must be 1-50"):
             bench_room(url=None, out=tmp_path, rounds=1, conditions=parse_conditions("clean"),
                        talk_overs=bad)
+        with pytest.raises(ValueError, match="--backchannels must be 1-50"):
+            bench_room(url=None, out=tmp_path, rounds=1, conditions=parse_conditions("clean"),
+                       backchannels=bad)
 
 
 def test_a_reply_held_before_its_barge_in_stopped_when_it_went_quiet_not_after_the_answer() -> None:

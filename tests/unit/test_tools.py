@@ -63,8 +63,9 @@ def test_doubled_braces_and_the_tool_call_tag_are_read() -> None:
 
 
 def test_text_is_held_only_while_it_could_be_a_call() -> None:
-    assert may_be_call("") and may_be_call("{") and may_be_call('{"na')
-    assert not may_be_call("The capital") and not may_be_call('{"text"')
+    """JSON is never said, whatever its key (a reply '{"text": …}' is asked for in words)."""
+    assert may_be_call("") and may_be_call("{") and may_be_call('{"na') and may_be_call('{"text"')
+    assert not may_be_call("The capital") and not may_be_call('"Hello" is a greeting')
 
 
 def test_a_call_in_a_markdown_code_block_is_held_and_read() -> None:
@@ -96,6 +97,8 @@ def test_every_tool_has_a_request() -> None:
     '```\njson\n{name: "set_timer", arguments: {duration: "20 minutes"}}',
     '[ "name": "set timer", "arguments": {"duration": "20 minutes"} ]',
     '[{"name": "set_timer", "arguments": {"duration": "20 minutes"}}]',
+    '[ "set timer", "parameters": {"duration": "20 minutes"} ]',
+    '{"set_timer": {"duration": "20 minutes"}}',
 ])
 def test_a_call_written_loosely_is_held_and_never_said(text: str) -> None:
     """The 0.5B said "json name: set timer," aloud: whatever follows the marker, a `name`
