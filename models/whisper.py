@@ -81,6 +81,7 @@ class WhisperTranscriber:
         )
         self._plain: list[int] = model.get_prompt(self._tokenizer, [], without_timestamps=True)
         self._biased = self._bias_prompt("")
+        self._vocabularies: dict[str, list[int]] = {}
         self.last_timing: AsrTiming | None = None
         """The latest windowed call's timing (one worker per instance, so it is that call's)."""
 
@@ -96,12 +97,23 @@ class WhisperTranscriber:
         return bias_prompt(self.model, self._tokenizer, vocabulary=self.options.vocabulary,
                            context=context, budget=self.options.prompt_tokens)
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         audio = pcm.astype(np.float32) / 32768.0
         window = self._window(len(audio))
         if window is None:
             return self._transcribe_long(audio)
-        return self._transcribe_windows([audio], window, [self.prompt(context)])[0]
+        prompt = self.prompt(context) if vocabulary is None else self._vocabulary(vocabulary)
+        return self._transcribe_windows([audio], window, [prompt])[0]
+
+    def _vocabulary(self, vocabulary: str) -> list[int]:
+        """The prompt biased toward `vocabulary` instead of the usual (made once)."""
+        if not self.options.bias:
+            return self._plain
+        if vocabulary not in self._vocabularies:
+            self._vocabularies[vocabulary] = bias_prompt(
+                self.model, self._tokenizer, vocabulary=vocabulary, context="",
+                budget=self.options.prompt_tokens)
+        return self._vocabularies[vocabulary]
 
     def transcribe_many(self, pcms: Sequence[Pcm]) -> list[str]:
         """Several utterances, each transcribed as `transcribe` would, those that take the

@@ -16,14 +16,22 @@ DEFAULT_VOCABULARY = (
     " tablespoons, teaspoons, ounces, grams, pounds, spell, percent."
 )
 """What people ask this assistant for (the skills' words), ~35 Whisper tokens."""
+TALK_OVER_VOCABULARY = "Mm-hm. Uh-huh. Yeah. Okay. Right. I see. Stop. Wait. " + DEFAULT_VOCABULARY
+"""What is said over a reply: a listener's backchannel, or a request to stop, first. Piper's
+"Mm-hm." over a reply, three speaking rates: tiny.en heard "And then make some." 3 of 3
+times with DEFAULT_VOCABULARY, "Mm-hm." 2 of 3 with this; "Mhm." "M. H. N.", "And may
+chin." against "Mm-h-n." 2 of 3; whisper-base's "Uh-huh." "Ah." against "Uh-huh." 2 of 3;
+none of 13 other backchannels, stops and short questions heard worse."""
 
 
 class Transcriber(Protocol):
     """Speech → text for one utterance. Blocking: call it from a model worker.
 
-    `context`: text the user is likely to say or refer to (the last exchange); "" for none."""
+    `context`: text the user is likely to say or refer to (the last exchange); "" for none.
+    `vocabulary`: the words this utterance is likely to hold, instead of the usual ones
+    (None: the usual; TALK_OVER_VOCABULARY for words said over a reply)."""
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str: ...
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,5 +145,5 @@ class FixedTranscript:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         return self.text

@@ -32,6 +32,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[str]
     taken: bool = field(default=False)
+    vocabulary: str | None = None
 
 
 class Ear:
@@ -50,10 +51,12 @@ class Ear:
         self.stats = stats or EngineStats()
         """`asr_batches` and `asr_batched_jobs` count the batches of more than one job."""
 
-    async def transcribe(self, pcm: Pcm, *, priority: Priority = Priority.CONFIRMED) -> str:
-        """`pcm`'s transcript. Cancel-safe: a job not yet taken is dropped."""
+    async def transcribe(self, pcm: Pcm, *, priority: Priority = Priority.CONFIRMED,
+                         vocabulary: str | None = None) -> str:
+        """`pcm`'s transcript (biased toward `vocabulary` instead of the usual words: such a
+        job goes alone). Cancel-safe: a job not yet taken is dropped."""
         loop = asyncio.get_running_loop()
-        job = _Job(pcm, priority, loop, loop.create_future())
+        job = _Job(pcm, priority, loop, loop.create_future(), vocabulary=vocabulary)
         with self._lock:
             self._waiting.append(job)
         run: asyncio.Future[Any] = asyncio.ensure_future(
@@ -80,7 +83,9 @@ class Ear:
         if not batch:
             return  # another job's batch carried it
         try:
-            if len(batch) == 1:
+            if job.vocabulary is not None:
+                texts = [self.transcriber.transcribe(job.pcm, vocabulary=job.vocabulary)]
+            elif len(batch) == 1:
                 texts = [self.transcriber.transcribe(job.pcm)]
             else:
                 assert self._many is not None
@@ -100,6 +105,7 @@ class Ear:
                 return []
             urgent = job.priority < Priority.BACKGROUND
             mates = [j for j in self._waiting if j is not job and not j.taken
+                     and j.vocabulary is None and job.vocabulary is None
                      and (j.priority < Priority.BACKGROUND) == urgent
                      and not j.future.done()][: self.max_batch - 1]
             batch = [job, *mates]

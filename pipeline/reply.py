@@ -72,10 +72,10 @@ class Models:
             return self
         return dataclasses.replace(self, ear=self.noisy_ear)
 
-    async def hear(self, pcm: Pcm, priority: Priority) -> str:
-        """`pcm`'s transcript, from the ASR worker."""
+    async def hear(self, pcm: Pcm, priority: Priority, *, vocabulary: str | None = None) -> str:
+        """`pcm`'s transcript, from the ASR worker (biased toward `vocabulary`, if given)."""
         assert self.ear is not None
-        return await self.ear.transcribe(pcm, priority=priority)
+        return await self.ear.transcribe(pcm, priority=priority, vocabulary=vocabulary)
 
 
 @dataclass

@@ -29,6 +29,7 @@ import re
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
+from pipeline.asr import TALK_OVER_VOCABULARY
 from pipeline.events import Endpoint, Pcm, SilenceOnset
 from pipeline.timeline import now
 from pipeline.turn_detector import normalise
@@ -164,7 +165,8 @@ class TalkOver:
         conv = self.conversation
         try:
             noisy = conv.room is not None and conv.room.noisy_ear(now())
-            text = await conv.models.for_room(noisy).hear(audio, Priority.CONFIRMED)
+            text = await conv.models.for_room(noisy).hear(audio, Priority.CONFIRMED,
+                                                          vocabulary=TALK_OVER_VOCABULARY)
         except asyncio.CancelledError:
             raise
         except Exception:  # the reply goes on, as it would have without this

@@ -36,7 +36,7 @@ WORD_S = 0.1
 class Hears:
     """Hears every utterance as TRANSCRIPT."""
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         return TRANSCRIPT
 
 

@@ -45,10 +45,12 @@ class FakeTranscriber:
         self.texts = list(texts) or ["hello"]
         self.delay_s = delay_s
         self.calls: list[int] = []  # samples of audio per call
+        self.vocabularies: list[str | None] = []  # each call's vocabulary (None: the usual)
         self.threads: list[str] = []
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         self.threads.append(threading.current_thread().name)
+        self.vocabularies.append(vocabulary)
         self.calls.append(len(pcm))
         if self.delay_s:
             time.sleep(self.delay_s)

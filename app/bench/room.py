@@ -134,10 +134,9 @@ async def _talk_over(client: Client, long_ask: Utterance, over: Utterance,
              and talk.start <= e["received"] <= talk.end + 0.6]
     # A talk-over tests a barge-in only if the reply had more to play than a barge-in
     # takes (~0.4 s): a one-sentence story can end under it by itself.
-    # (A backchannel holds the reply while it is said, and lets it go on after its pause.)
-    until = talk.end + 1.5 if backchannel else talk.start + 1.0
-    talk.over_reply = bool(playing) and (bool(barge) or bool(
-        client.received.audible_between(talk.start + 0.45, until)))
+    # (A backchannel is said over the reply if it was playing: whether it went on is scored.)
+    talk.over_reply = bool(playing) and (backchannel or bool(barge) or bool(
+        client.received.audible_between(talk.start + 0.45, talk.start + 1.0)))
     if playing and barge:
         stopped = stopped_at(client.received.levels, talk.start, barge[0])
         talk.stopped_ms = round((stopped - talk.start) * 1000, 1) if stopped else None

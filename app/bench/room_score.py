@@ -41,6 +41,11 @@ class Asked:
     and is counted apart)."""
 
 
+BACKCHANNEL_CUT_S = 2.0
+"""A barge-in this long after a backchannel ended is its doing (the words it was taken for
+were heard at its endpoint: up to ~1.2 s of silence, then Whisper)."""
+
+
 def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Phantoms, lost questions and WER (of the questions not said over a reply; numbers
     count as the same words however written: app.bench.asr.normalise),
@@ -62,7 +67,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     errors = sum(jiwer.process_words(r, h).wer * len(r.split()) if h else len(r.split())
                  for r, h in zip(refs, hyps, strict=True))
     barge = [e["received"] for e in events if e["type"] == "barge_in"]
-    talking = [(a.start, a.end + 0.6) for a in asked]
+    talking = [(a.start, a.end + (BACKCHANNEL_CUT_S if a.backchannel else 0.6)) for a in asked]
     self_cuts = sum(not any(s <= t <= e for s, e in talking) for t in barge)
     overs = [a for a in asked if a.talk_over and a.over_reply]
     honoured = [a for a in overs if any(a.start <= t <= a.end + 0.6 for t in barge)]
@@ -84,7 +89,8 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     }
     if channels := [a for a in asked if a.backchannel and a.over_reply]:
         out["backchannels"] = len(channels)
-        out["backchannels_cut"] = sum(any(a.start <= t <= a.end + 0.6 for t in barge)
+        # cut at once, or once its words were heard (at its endpoint, before a pause did)
+        out["backchannels_cut"] = sum(any(a.start <= t <= a.end + BACKCHANNEL_CUT_S for t in barge)
                                       for a in channels)
         out["backchannels_answered"] = sum(i in heard for i, a in enumerate(asked)
                                            if a.backchannel)

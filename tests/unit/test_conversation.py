@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.asr import TALK_OVER_VOCABULARY
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.events import FRAME_SAMPLES, Pcm
 from pipeline.llm import Message
@@ -263,6 +264,7 @@ async def test_words_past_the_barge_in_over_a_held_reply_are_heard_at_its_pause(
         await mic.send(False, 30 - ONSET_FRAMES, play=True)  # its endpoint, 600 ms
         assert not conv.endpointer.speaking
         await mic.play_until(lambda: len(conv.turns) == (2 if stops else 1) and not conv.busy)
+    assert transcriber.vocabularies == [None, TALK_OVER_VOCABULARY]  # "mm-hm" is expected
     if stops:
         assert conv.turns[0].interrupted and conv.turns[1].transcript == said
         assert len(transcriber.calls) == 2 and conv.speculation.committed == 2  # heard once
@@ -598,7 +600,7 @@ async def test_an_endpoint_during_hearing_again_waits_for_those_words(
     waits for those words, then commits the speculation they confirm or the reply they
     start — one turn, no third transcription of the same audio."""
     class SlowSecond(FakeTranscriber):
-        def transcribe(self, pcm: Pcm, context: str = "") -> str:
+        def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
             self.delay_s = 0.3 if len(self.calls) == 1 else 0.0
             return super().transcribe(pcm, context)
 

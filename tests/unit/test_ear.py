@@ -25,9 +25,9 @@ class Batching:
         self.calls: list[list[int]] = []
         self.fail = fail
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         self.calls.append([len(pcm)])
-        return f"clip {len(pcm)}"
+        return f"clip {len(pcm)}" + (f" ({vocabulary})" if vocabulary else "")
 
     def transcribe_many(self, pcms: Sequence[Pcm]) -> list[str]:
         self.calls.append([len(p) for p in pcms])
@@ -40,7 +40,7 @@ class OneAtATime:
     def __init__(self) -> None:
         self.calls = 0
 
-    def transcribe(self, pcm: Pcm, context: str = "") -> str:
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
         self.calls += 1
         return f"clip {len(pcm)}"
 
@@ -85,6 +85,22 @@ async def test_a_caption_never_joins_a_turns_batch(workers: Workers) -> None:
     assert texts == ["clip 1", "clip 2"]
     assert sorted(model.calls) == [[1], [2]]
     assert model.calls[0] == [2]  # the turn first: the worker's priority order
+
+
+async def test_a_job_with_its_own_vocabulary_goes_alone_and_reaches_the_model_with_it(
+    workers: Workers,
+) -> None:
+    model = Batching()
+    ear = Ear(model, workers("asr"))
+    gate, gate_task = await occupy(ear.worker)
+    biased = asyncio.create_task(ear.transcribe(clip(1), vocabulary="Mm-hm."))
+    plain = [asyncio.create_task(ear.transcribe(clip(n))) for n in (2, 3)]
+    await asyncio.sleep(0.05)
+    gate.opened.set()
+    await gate_task
+    assert await biased == "clip 1 (Mm-hm.)"
+    assert await asyncio.gather(*plain) == ["clip 2", "clip 3"]
+    assert sorted(model.calls) == [[1], [2, 3]]
 
 
 async def test_a_failed_batch_fails_every_job_in_it(workers: Workers) -> None:

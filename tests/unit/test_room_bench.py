@@ -115,8 +115,8 @@ def test_a_backchannel_over_a_reply_is_scored_apart_cut_or_answered() -> None:
              Asked("tell me a story", 12.0, 13.0, lead_in=True),
              Asked("okay", 15.0, 15.4, backchannel=True)]
     events = [turn(2.1, "what is two and two"), turn(6.1, "tell me a story"),
-              turn(13.1, "tell me a story"), {"type": "barge_in", "received": 15.3},
-              turn(15.5, "and then make some")]
+              turn(13.1, "tell me a story"), {"type": "barge_in", "received": 16.9},
+              turn(15.4, "and then make some")]  # its speech ended at 15.4
     summary = summarize(asked, events)
     assert summary["questions"] == 1 and summary["wer"] == 0.0 and summary["phantom_turns"] == 0
     assert (summary["backchannels"], summary["backchannels_cut"]) == (2, 1)
