@@ -61,7 +61,8 @@ bench-batching: venv
 ## make echo-probe — the echo guard offline: how soon a user talking over a session's first
 ## reply is heard (its echo 10 dB down, plain or reverberant, with and without background
 ## talk), and whether the echo alone ever is; and a client that cancels its own echo, talked
-## over in the first second, saying so or not (~2 min; app/bench/echo_probe.py).
+## over in the first second, saying so or not; and how much of a listener's "mm-hm" over a
+## reply is confirmed, against both barge-in limits (~2 min; app/bench/echo_probe.py).
 echo-probe: venv
 	$(BIN)/python -m app.bench.echo_probe
 

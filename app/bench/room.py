@@ -258,12 +258,7 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     """Every condition in turn on one server. `talk_overs`, `backchannels`: that many
     talk-overs (questions) and backchannels ("mm-hm") over a long reply in every condition,
     and no questions (a barge-in comparison: many in a few minutes)."""
-    for count, flag in ((talk_overs, "--talk-overs"), (backchannels, "--backchannels")):
-        if count is not None and not 1 <= count <= 50:
-            raise ValueError(f"{flag} must be 1-50")
-    if talk_overs is not None or backchannels is not None:
-        conditions = [replace(c, talk_overs=talk_overs or 0, backchannels=backchannels or 0)
-                      for c in conditions]
+    conditions = _with_counts(conditions, talk_overs, backchannels)
     from app.bench.utterances import speak
     from app.serve import use_loopback_candidates
     from models.load import load_synthesizer
@@ -305,6 +300,18 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     report(results)
     print(f"\nwrote {out / 'bench_room.json'}")
     return results
+
+
+def _with_counts(conditions: Sequence[Condition], talk_overs: int | None,
+                 backchannels: int | None) -> Sequence[Condition]:
+    """The conditions with these many talk-overs and backchannels each, if either is given."""
+    for count, flag in ((talk_overs, "--talk-overs"), (backchannels, "--backchannels")):
+        if count is not None and not 1 <= count <= 50:
+            raise ValueError(f"{flag} must be 1-50")
+    if talk_overs is None and backchannels is None:
+        return conditions
+    return [replace(c, talk_overs=talk_overs or 0, backchannels=backchannels or 0)
+            for c in conditions]
 
 
 def _speculation(server: ServerProcess | None) -> dict[str, float]:

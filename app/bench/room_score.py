@@ -87,13 +87,7 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
         "stop_ms": [a.stopped_ms for a in overs],
         "talk_overs_after_reply": sum(a.talk_over and not a.over_reply for a in asked),
     }
-    if channels := [a for a in asked if a.backchannel and a.over_reply]:
-        out["backchannels"] = len(channels)
-        # cut at once, or once its words were heard (at its endpoint, before a pause did)
-        out["backchannels_cut"] = sum(any(a.start <= t <= a.end + BACKCHANNEL_CUT_S for t in barge)
-                                      for a in channels)
-        out["backchannels_answered"] = sum(i in heard for i, a in enumerate(asked)
-                                           if a.backchannel)
+    out.update(_backchannels(asked, heard, barge))
     if ttfa:
         p50, p95 = np.percentile(ttfa, [50, 95])
         out["ttfa_client"] = {"p50": round(float(p50), 1), "p95": round(float(p95), 1)}
@@ -103,6 +97,19 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     if waits:
         out["endpoint_ms_p50"] = round(float(np.percentile(waits, 50)), 1)
     return out
+
+
+def _backchannels(asked: Sequence[Asked], heard: dict[int, list[str]],
+                  barge: Sequence[float]) -> dict[str, int]:
+    """Backchannels said over a reply, those that cut it (at once, or once their words were
+    heard: at its endpoint, before a pause did), and those answered as a turn."""
+    channels = [a for a in asked if a.backchannel and a.over_reply]
+    if not channels:
+        return {}
+    return {"backchannels": len(channels),
+            "backchannels_cut": sum(any(a.start <= t <= a.end + BACKCHANNEL_CUT_S for t in barge)
+                                    for a in channels),
+            "backchannels_answered": sum(i in heard for i, a in enumerate(asked) if a.backchannel)}
 
 
 def _owners(asked: Sequence[Asked], turns: Sequence[dict[str, Any]]) -> list[int | None]:
