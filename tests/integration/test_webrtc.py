@@ -96,6 +96,38 @@ async def test_barge_in_stops_audio_and_keeps_only_what_was_heard(server, ask, v
     assert reply[: len(heard)] == heard
 
 
+@pytest.mark.parametrize("said, stops", [("I see.", False), ("Stop.", True)])
+async def test_words_over_a_reply_let_it_go_on_or_stop_it_silently(
+        server, ask, voice, said: str, stops: bool) -> None:
+    """A listener's "I see." over a story holds it and lets it go on (no barge-in, more of
+    the story after it); "Stop." stops it, and nothing is said to it."""
+    question = read_wav(ask("Tell me a story about a brave little cat."))
+    over = speak(voice, said, lead_s=0.0, trail_s=2.0)
+    async with Client(server.url) as client:
+        speech_end = await client.say(question, speech_end_sample(question))
+        for _ in range(300):
+            if heard := client.received.first_audible_after(speech_end):
+                break
+            await asyncio.sleep(0.02)
+        assert heard, "no reply"
+        await asyncio.sleep(max(0.0, heard + 1.0 - time.monotonic()))
+        mark = len(client.events)
+        ended = await client.say(over, speech_end_sample(over))
+        await asyncio.sleep(1.5)
+        barged = [e for e in client.events[mark:] if e["type"] == "barge_in"]
+        if stops:
+            story = await client.wait_for("turn", after=mark, timeout=20)
+            assert story["interrupted"] is True
+            turn = await client.wait_for("turn", after=client.events.index(story) + 1,
+                                         timeout=20)
+            assert turn["transcript"].lower().startswith("stop") and turn["reply"] == ""
+            assert turn["skill"] == "hush"
+            assert not client.received.audible_between(ended + 0.3, ended + 1.5)
+        else:
+            assert barged == [], "the backchannel cut the reply"
+            assert client.received.audible_between(ended + 0.3, ended + 1.5), "it did not go on"
+
+
 async def test_a_browser_that_cancels_its_echo_stops_the_first_reply_at_once(
         server, ask, voice) -> None:
     """A user who says "stop" half a second into the session's first reply, from a client
