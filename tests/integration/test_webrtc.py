@@ -96,6 +96,18 @@ async def test_barge_in_stops_audio_and_keeps_only_what_was_heard(server, ask, v
     assert reply[: len(heard)] == heard
 
 
+async def _into_the_reply(client: Client, question: np.ndarray, seconds: float) -> None:
+    """Ask `question`; return `seconds` after its reply is first heard (fails if it is not
+    heard within 6 s)."""
+    speech_end = await client.say(question, speech_end_sample(question))
+    for _ in range(300):
+        if heard := client.received.first_audible_after(speech_end):
+            break
+        await asyncio.sleep(0.02)
+    assert heard, "no reply"
+    await asyncio.sleep(max(0.0, heard + seconds - time.monotonic()))
+
+
 @pytest.mark.parametrize("said, stops", [("I see.", False), ("Stop.", True)])
 async def test_words_over_a_reply_let_it_go_on_or_stop_it_silently(
         server, ask, voice, said: str, stops: bool) -> None:
@@ -104,13 +116,7 @@ async def test_words_over_a_reply_let_it_go_on_or_stop_it_silently(
     question = read_wav(ask("Tell me a story about a brave little cat."))
     over = speak(voice, said, lead_s=0.0, trail_s=2.0)
     async with Client(server.url) as client:
-        speech_end = await client.say(question, speech_end_sample(question))
-        for _ in range(300):
-            if heard := client.received.first_audible_after(speech_end):
-                break
-            await asyncio.sleep(0.02)
-        assert heard, "no reply"
-        await asyncio.sleep(max(0.0, heard + 1.0 - time.monotonic()))
+        await _into_the_reply(client, question, 1.0)
         mark = len(client.events)
         ended = await client.say(over, speech_end_sample(over))
         await asyncio.sleep(1.5)
@@ -137,13 +143,7 @@ async def test_a_browser_that_cancels_its_echo_stops_the_first_reply_at_once(
     interruption = speak(voice, "Stop, stop, wait a moment please.", lead_s=0.0, trail_s=1.5)
     processing = {"echoCancellation": True, "noiseSuppression": True}
     async with Client(server.url, processing=processing) as client:
-        speech_end = await client.say(question, speech_end_sample(question))
-        for _ in range(200):
-            if heard := client.received.first_audible_after(speech_end):
-                break
-            await asyncio.sleep(0.02)
-        assert heard, "no reply"
-        await asyncio.sleep(max(0.0, heard + 0.5 - time.monotonic()))
+        await _into_the_reply(client, question, 0.5)
         mark = len(client.events)
         started = time.monotonic()
         interrupted = asyncio.ensure_future(client.say(interruption))
