@@ -30,6 +30,9 @@ _LINKING_WORDS = frozenset(
 )
 _MARKUP = re.compile(r"[*_#`~]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](url): the text is spoken, not the url
+_CODE = re.compile(r"</?[A-Za-z_][^<>]*>|\\[A-Za-z]+|\\.|[{}\\]")
+"""Tags and LaTeX (the 0.5B wrote '\\(\\frac\\textbf[quantity]} \\times' and '<tools>
+<function name="set timer">' into replies): not words, never read out."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +146,7 @@ def split_clauses(deltas: Iterable[str], options: ClauseOptions | None = None) -
 
 def speakable(text: str) -> str:
     """Text as it should be spoken: markdown and emoji removed, whitespace folded."""
-    text = _MARKUP.sub(" ", _LINK.sub(r"\1", text))
+    text = _MARKUP.sub(" ", _CODE.sub(" ", _LINK.sub(r"\1", text)))
     text = "".join(ch for ch in text if ord(ch) < 0x2500 or ch in "—–…")
     if not any(ch.isalnum() for ch in text):
         return ""

@@ -87,10 +87,10 @@ def request_for(call_text: str, transcript: str) -> str | None:
     """The plain request a tool call stands for ("set a pasta timer for 8 minutes"), or
     None when it is not a call to one of `TOOLS` that the user's words support."""
     found = re.search(r'\{\s*"name"', call_text)
-    if found is None:
-        return None
     try:
-        call = _decode(call_text[found.start():])
+        call = _decode(call_text[found.start():]) if found else _tagged_call(call_text)
+        if call is None:
+            return None
         name, args = call["name"], call.get("arguments", {})
         if isinstance(args, str):
             args = json.loads(args)
@@ -103,6 +103,24 @@ def request_for(call_text: str, transcript: str) -> str | None:
         return _REQUESTS[name](kept) if kept is not None else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+_TAGGED_NAME = re.compile(r'<(?:function|invoke|tool)\b[^>]*?(?:name\s*=\s*"([^"]+)"|=\s*([\w -]+))',
+                          re.IGNORECASE)
+_TAGGED_ARG = re.compile(r'<parameter\s*(?:name\s*=\s*"(\w+)"|=\s*(\w+))\s*>([^<]*)<'
+                         r'|<(\w+)>([^<]*)</\4>')
+
+
+def _tagged_call(text: str) -> dict[str, Any] | None:
+    """A call written as markup (the 0.5B, after a misheard question: '<tools> <function
+    name="set timer"> <arguments> <duration>1900</duration> …'), as name and arguments."""
+    found = _TAGGED_NAME.search(text)
+    if found is None:
+        return None
+    name = re.sub(r"[\s-]+", "_", (found.group(1) or found.group(2)).strip().lower())
+    arguments = {m.group(1) or m.group(2) or m.group(4): (m.group(3) or m.group(5)).strip()
+                 for m in _TAGGED_ARG.finditer(text, found.end())}
+    return {"name": name, "arguments": arguments}
 
 
 def _decode(text: str) -> Any:
@@ -152,6 +170,10 @@ bench, to a misheard question, '[ "set timer", "parameters":', and every later r
 that session copied it from the history)."""
 
 
+_MARKUP_OPENING = re.compile(r"<(?:/|[A-Za-z_]|$)")
+"""A reply that opens with a tag ('<tools> <function name="set timer">', said aloud once)."""
+
+
 def may_be_call(text: str) -> bool:
     """True while the reply so far could still be a tool call (the template asks for
     `<tool_call>` then JSON; the tags are special tokens and may be dropped from text;
@@ -160,6 +182,8 @@ def may_be_call(text: str) -> bool:
     set timer," twice). After such a marker an unquoted `name` key is a call too (not
     JSON: it is never run, the turn is answered in words instead)."""
     start = text.lstrip()
+    if _MARKUP_OPENING.match(start) and not start.startswith("<tool_call>"):
+        return True  # markup is never said: a call in tags, or the template's own tags
     if any(marker.startswith(start) for marker in (_FENCE, "json", "<tool_call>")):
         return True  # (also "```", "`" and "js": a fence may be coming)
     marked = _MARKERS.match(start)

@@ -159,3 +159,9 @@ def test_the_phrase_cut_applies_to_the_first_clause_only() -> None:
     text = "Sure. The tallest mountain in the world is Mount Everest which is tall."
     clauses = [c.text for c in split_clauses(w + " " for w in text.split())]
     assert clauses == ["Sure.", "The tallest mountain in the world is Mount Everest which is tall."]
+
+
+def test_speakable_drops_tags_and_latex_but_not_signs() -> None:
+    assert speakable(r"It is \(\frac{a}{b}\) here.") == "It is a b here."
+    assert speakable('<function name="set timer"> <duration>10</duration>') == "10"
+    assert speakable("5 < 7 and 9 > 3 costs $5") == "5 < 7 and 9 > 3 costs $5"

@@ -210,3 +210,28 @@ async def test_a_plain_answer_in_a_code_block_is_said_without_the_fence(
     await run(reply, speaker)
     assert reply.text == "There are 8 planets."
     assert " ".join(synthesizer.texts) == "There are 8 planets."
+
+
+class TaggingResponder(CallingResponder):
+    """Writes its call as markup (the 0.5B, to "was 1900 a leap year" heard in background
+    talk: '<tools> <function name="set timer"> …' was said aloud)."""
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        self.plain.append(plain)
+        yield from (self.words if plain else
+                    ["<tools> <function", ' name="set timer"> <arguments> <duration>',
+                     "1900</duration> </arguments> </function> </tools>"])
+
+
+async def test_a_call_written_as_markup_is_never_said(workers: Workers) -> None:
+    responder = TaggingResponder(["No, ", "1900 was not a leap year."])
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="was 1900 a leap year.")
+    asked: list[str] = []
+    reply.answer_skill = lambda request: asked.append(request) or None  # type: ignore[func-returns-value]
+    await run(reply, speaker)
+    assert asked == ["was 1900 a leap year."]  # not the call: '1900' is not a duration
+    assert responder.plain == [False, True]
+    assert reply.text == "No, 1900 was not a leap year."
+    assert "<" not in " ".join(synthesizer.texts)

@@ -133,3 +133,27 @@ def test_held_text_that_is_not_a_call_is_said_without_its_fence_or_tag() -> None
     assert without_markers("<tool_call>Paris.") == "Paris."
     assert without_markers("json is a format") == "json is a format"
     assert without_markers(" The capital") == " The capital"
+
+
+@pytest.mark.parametrize(("text", "said", "plain"), [
+    ('<tools> <function name="set timer"> <arguments> <duration>10 minutes</duration>'
+     " <name>pasta</name> </arguments> </function> </tools>",
+     "Ten minutes for the pasta, please.", "set a pasta timer for 10 minutes"),
+    ("<function=set_timer>\n<parameter=duration>\n5 minutes\n</parameter>\n</function>",
+     "Set a timer for five minutes.", "set a timer for 5 minutes"),
+    ('<invoke name="convert_units"><parameter name="quantity">3 ounces</parameter>'
+     '<parameter name="unit">grams</parameter></invoke>', "How many grams is three ounces?",
+     "convert 3 ounces to grams"),
+    ('<tools> <function name="set timer"> <arguments> <duration>1900</duration>', "was 1900 a"
+     " leap year.", None),
+])
+def test_a_call_written_as_markup_is_held_and_read(text: str, said: str,
+                                                   plain: str | None) -> None:
+    """Markup is never said: a reply opening with a tag is held to its end, and read as a
+    call if it is one the user's words support."""
+    assert all(may_be_call(text[:n]) for n in range(1, len(text) + 1))
+    assert request_for(text, said) == plain
+
+
+def test_a_reply_that_opens_with_a_less_than_sign_is_not_held() -> None:
+    assert not may_be_call("< 5 is less") and not may_be_call("<3 you")
