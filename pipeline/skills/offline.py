@@ -93,7 +93,8 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"|\bopening (?:hours|times)\b|\b(?:business|store|shop) hours\b"
      rf"|\bwhat are the hours (?:of|for)\b|\bhow late is {_PLACE} open\b"),
     ("I can't send messages or make calls: " + _BOX,
-     r"^(?:send (?:a |an )?(?:message|text|email|e-mail|sms|reply|whatsapp)|text|message|email"
+     r"^(?:send (?:a |an |the |my |this |that )?(?:message|text|email|e-mail|sms|reply|whatsapp)s?"
+     r"|text|message|email"
      r"|e-mail|call|phone|dial|facetime|video call|whatsapp) (?!(?:me|it|that|this|us|them|back"
      r"|a day|for)\b)|\b(?:read|check|open|show me) (?:my )?(?:messages|texts|emails|e-mails|inbox"
      r"|voicemails?|notifications)\b|\bdo i have (?:any )?(?:new )?(?:messages|texts|emails"

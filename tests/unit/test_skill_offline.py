@@ -63,6 +63,8 @@ DEVICES = "I can't control devices in your home: I'm not connected to them."
     ("is the supermarket open on sunday", HOURS),
     ("when does the library open", HOURS),
     ("send a message to mom", MESSAGES),
+    ("Send the message to all of you.", MESSAGES),  # the 0.5B said "OK, sending the message"
+    ("send my texts to Sam", MESSAGES),
     ("call John", MESSAGES),
     ("text my wife that I'm running late", MESSAGES),
     ("read my emails", MESSAGES),
