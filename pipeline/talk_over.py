@@ -42,12 +42,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("pipeline.conversation")
 
 BACKCHANNEL = re.compile(
-    r"^(?:(?:m+ ?h+ ?[mn]+|u+h+ ?h+u+h+|h+m+|m+|a+h+|o+h+|yeah|yep|yup|okay|ok|right|"
-    r"alright|all right|i see|got it|cool|nice|wow|great|good|true|indeed|exactly|"
+    r"^(?:(?:m+ ?h+ ?[mn]+|m[mhn]*(?: [mhn]+)+|u+h+ ?h+u+h+|h+m+|m+|a+h+|o+h+|yeah|yep|yup|"
+    r"okay|ok|right|alright|all right|i see|got it|cool|nice|wow|great|good|true|indeed|exactly|"
     r"really|uh|um)(?: |$))+$"
 )
 """A listener's signal that they follow, which lets the reply go on: "mm-hm" (whisper-base
-spells Piper's as "MMHN.", "M-H-M."), "yeah, yeah", "okay", "I see". Anything with other
+spells Piper's as "MMHN.", "M-H-M.", "M-h-m-h-n."), "yeah, yeah", "okay", "I see". Anything with other
 words interrupts ("yeah, but…", "wait"), and so do "yes" and "sure": the answer to a
 question the reply asked."""
 

@@ -706,7 +706,8 @@ def test_the_replys_own_words_coming_back_are_told_from_the_users() -> None:
 
 def test_what_says_go_on_and_what_interrupts() -> None:
     for words in ("mm hm", "mhm", "uh huh", "yeah yeah", "okay", "i see", "right right",
-                  "mmhn", "m h m", "m h n", "mmhm"):
+                  "mmhn", "m h m", "m h n", "mmhm", "m h m h n", "mm hm hm hm"):
         assert is_backchannel(words), words
-    for words in ("wait", "stop", "no", "yes", "yeah but why", "okay stop", "thank you", ""):
+    for words in ("wait", "stop", "no", "yes", "yeah but why", "okay stop", "thank you", "",
+                  "n", "h n", "m h m what"):
         assert not is_backchannel(words), words
