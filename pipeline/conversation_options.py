@@ -21,19 +21,25 @@ class ConversationOptions:
     gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
     bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
     200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
-    hold_ms: int | None = 120
+    hold_ms: int | None = 100
     """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
     dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
     decided — on the room bench the reply stopped ~400 ms after the user's first sound
-    with barge_in_ms alone. A held turn that stops short of held_barge_in_ms keeps the
-    reply held until it pauses and its words are heard (pipeline.talk_over): words interrupt the
-    reply and are answered ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let
-    the reply go on and be dropped); none (a cough) or a listener's "mm-hm" let it go on
+    with barge_in_ms alone. 100 ms is where a turn starts (VadOptions.start_ms): the reply
+    holds as the user's turn does. Against 120 ms, in two paired talk-over runs (README,
+    "In a real room"), the first reply stopped 340 ms after the user's first sound on
+    average against 393 (8 each), the later ones at a median 261 against 311 ms; 2 of 29
+    stops took over 400 ms against 8 of 32; no reply was held by background talk. A held
+    turn that stops short of held_barge_in_ms keeps the reply held until it pauses and its
+    words are heard (pipeline.talk_over): words interrupt the reply and are answered
+    ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let the reply go on and
+    be dropped); none (a cough) or a listener's "mm-hm" let it go on
     from the frame it stopped at (LiveKit Agents resumes a "false interruption" the same
     way). Background talk in bursts was confirmed for <= 100 ms: holding at 80 ms, as a
     turn starts (and, in a quiet room, from before it started), the room bench's replies
     were held and let go on 6-12 times a session in echo and talk, and 4 of ~25
-    talk-overs went on for 1-5 s (README, "In a real room"). None: off."""
+    talk-overs went on for 1-5 s (README, "In a real room"); a hold needs a started turn
+    now, and the words of a burst that starts one decide. None: off."""
     held_barge_in_ms: int | None = 800
     """Confirmed speech over a *held* reply that interrupts it before its words are heard.
     A turn that pauses sooner is decided by its words, heard at the pause as a speculation

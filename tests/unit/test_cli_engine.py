@@ -46,10 +46,10 @@ def test_the_noisy_room_ears_beam_is_its_own() -> None:
 
 def test_the_barge_in_and_hold_flags_reach_the_conversation() -> None:
     conversation = _settings().conversation
-    assert (conversation.barge_in_ms, conversation.hold_ms) == (200, 120)
+    assert (conversation.barge_in_ms, conversation.hold_ms) == (200, 100)
     conversation = _settings("--barge-in-ms", "300", "--hold-ms", "off").conversation
     assert (conversation.barge_in_ms, conversation.hold_ms) == (300, None)
-    assert _settings("--hold-ms", "100").conversation.hold_ms == 100
+    assert _settings("--hold-ms", "120").conversation.hold_ms == 120
     assert _settings().conversation.held_barge_in_ms == 800
     assert _settings("--held-barge-in-ms", "500").conversation.held_barge_in_ms == 500
     assert _settings("--held-barge-in-ms", "off").conversation.held_barge_in_ms is None
