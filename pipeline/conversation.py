@@ -40,7 +40,7 @@ from pipeline.integrity import prompt_history
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
 from pipeline.rehearing import Rehearing
-from pipeline.reply import Models, Reply
+from pipeline.reply import NOT_CAUGHT, Models, Reply
 from pipeline.room import Room
 from pipeline.skills import SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
@@ -353,12 +353,14 @@ class Conversation:
         earlier = [m.content for m in self.history if m.role == "assistant"]
         quality = turn_flags(reply.text, reply.transcript or "", earlier, audio_s=reply.audio_s)
         self._respeculated = None
-        if (self.reply_cache is not None and not interrupted and reply.transcript
-                and reply.skill is None):
+        # Nothing said ("stop": pipeline.skills.hush), or nothing understood (the 0.5B put
+        # the "M-m-m-champ." it could not answer into its next story), is left out of the
+        # prompt, as a cut reply is.
+        left_out = interrupted or not heard or reply.text.strip() == NOT_CAUGHT
+        if self.reply_cache is not None and not left_out and reply.transcript and reply.skill is None:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
-        # Nothing said ("stop": pipeline.skills.hush) is left out of the prompt, as a cut reply is.
         self.history += [Message("user", reply.transcript or ""),
-                         Message("assistant", heard, interrupted=interrupted or not heard)]
+                         Message("assistant", heard, interrupted=left_out)]
         if self._group is not None:  # read the next prompt's start while the user is silent
             self._prefill = self._group.create_task(self._prefill_next(self.llm_history()))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,

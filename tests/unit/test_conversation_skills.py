@@ -4,6 +4,7 @@ and a timer rings on time — idle or over a playing reply — without becoming 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from pipeline.conversation_events import ConversationEvent, TimerFired, TimerLis
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
+from pipeline.reply import NOT_CAUGHT
 from pipeline.skills import Timers, default_skills
 from pipeline.skills.hush import HushSkill
 from pipeline.speaker import Speaker
@@ -159,3 +161,42 @@ async def test_stop_said_in_silence_is_one_silent_turn(workers: Workers) -> None
         assert len(conv.turns) == 1 and not conv.busy and conv.speaker.queued_frames == 0
     assert conv.turns[0].skill == "hush" and conv.speculation.committed == 1
     assert responder.users == []
+
+
+class MarkupFirst(FakeResponder):
+    """Takes tools; to its first user writes a call as markup, asked in words or not (the
+    0.5B, to a misheard "Mm-hm." over a story), then answers plainly."""
+
+    tools = True
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        if self.users and self.users[0] != user:
+            yield from super().reply(history, user, draft, plain)
+            return
+        self.users.append(user)
+        self.histories.append(list(history))
+        yield from ["<tools> <function", ' name="set timer"> <duration>5</duration>']
+
+
+async def test_an_exchange_not_understood_is_left_out_of_what_the_llm_reads(
+    workers: Workers,
+) -> None:
+    """After "Sorry, I didn't catch that." to "M-m-m-champ.", the 0.5B's next story named
+    its dragon "M-m-m-champ.": that exchange is not in the next prompt."""
+    events: list[ConversationEvent] = []
+    responder = MarkupFirst(["A fox ", "is an animal."])
+    models = workers.models(FakeTranscriber("M-m-m-champ.", "What is a fox?"), responder,
+                            FakeSynthesizer())
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    conv = Conversation(models, Speaker(), options, emit=events.append,
+                        skills=default_skills(timers=Timers(), store=None))
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+        assert conv.turns[0].reply == NOT_CAUGHT
+        assert conv.llm_history() == []
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 2)
+    assert conv.turns[1].reply == "A fox is an animal."
+    assert responder.histories[-1] == []
