@@ -172,6 +172,10 @@ that session copied it from the history)."""
 
 _MARKUP_OPENING = re.compile(r"<(?:/|[A-Za-z_]|$)")
 """A reply that opens with a tag ('<tools> <function name="set timer">', said aloud once)."""
+_FIRST_TAG = re.compile(r"<[^<>]*>?")
+_CALL_TAG = re.compile(r"</?(?:tools?|tool_calls?|functions?|function_calls?|invoke)\b", re.IGNORECASE)
+"""An opening tag that may hold a call: such a reply is held to its end, another ('<b>') is
+said as it comes, its tags not read out (pipeline.clauses.speakable)."""
 
 
 def may_be_call(text: str) -> bool:
@@ -183,7 +187,8 @@ def may_be_call(text: str) -> bool:
     JSON: it is never run, the turn is answered in words instead)."""
     start = text.lstrip()
     if _MARKUP_OPENING.match(start) and not start.startswith("<tool_call>"):
-        return True  # markup is never said: a call in tags, or the template's own tags
+        first = _FIRST_TAG.match(start)
+        return first is None or not first.group().endswith(">") or bool(_CALL_TAG.match(start))
     if any(marker.startswith(start) for marker in (_FENCE, "json", "<tool_call>")):
         return True  # (also "```", "`" and "js": a fence may be coming)
     marked = _MARKERS.match(start)

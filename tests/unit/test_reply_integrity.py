@@ -235,3 +235,13 @@ async def test_a_call_written_as_markup_is_never_said(workers: Workers) -> None:
     assert responder.plain == [False, True]
     assert reply.text == "No, 1900 was not a leap year."
     assert "<" not in " ".join(synthesizer.texts)
+
+
+async def test_a_reply_in_other_markup_is_said_at_once_without_its_tags(workers: Workers) -> None:
+    responder = CallingResponder(["unused"])
+    responder.reply = lambda *a, **k: iter(["<b>", "Paris</b> is ", "the capital."])  # type: ignore[method-assign]
+    reply, speaker, synthesizer = make(workers, responder, [],
+                                       transcript="What is the capital of France?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert " ".join(synthesizer.texts) == "Paris is the capital."  # one pass, no tags read

@@ -157,3 +157,8 @@ def test_a_call_written_as_markup_is_held_and_read(text: str, said: str,
 
 def test_a_reply_that_opens_with_a_less_than_sign_is_not_held() -> None:
     assert not may_be_call("< 5 is less") and not may_be_call("<3 you")
+
+
+def test_a_reply_in_other_markup_is_held_only_until_its_first_tag_is_read() -> None:
+    assert may_be_call("<") and may_be_call("<b") and not may_be_call("<b>Paris")
+    assert not may_be_call("<p>Hello") and may_be_call("<Tools>") and may_be_call("</function")
