@@ -172,7 +172,6 @@ that session copied it from the history)."""
 
 _MARKUP_OPENING = re.compile(r"<(?:/|[A-Za-z_]|$)")
 """A reply that opens with a tag ('<tools> <function name="set timer">', said aloud once)."""
-_FIRST_TAG = re.compile(r"<[^<>]*>?")
 _CALL_TAG = re.compile(r"</?(?:tools?|tool_calls?|functions?|function_calls?|invoke)\b", re.IGNORECASE)
 """An opening tag that may hold a call: such a reply is held to its end, another ('<b>') is
 said as it comes, its tags not read out (pipeline.clauses.speakable)."""
@@ -187,8 +186,7 @@ def may_be_call(text: str) -> bool:
     JSON: it is never run, the turn is answered in words instead)."""
     start = text.lstrip()
     if _MARKUP_OPENING.match(start) and not start.startswith("<tool_call>"):
-        first = _FIRST_TAG.match(start)
-        return first is None or not first.group().endswith(">") or bool(_CALL_TAG.match(start))
+        return ">" not in start or bool(_CALL_TAG.match(start))  # its first tag decides
     if any(marker.startswith(start) for marker in (_FENCE, "json", "<tool_call>")):
         return True  # (also "```", "`" and "js": a fence may be coming)
     marked = _MARKERS.match(start)
