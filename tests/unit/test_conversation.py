@@ -602,7 +602,7 @@ async def test_an_endpoint_during_hearing_again_waits_for_those_words(
     class SlowSecond(FakeTranscriber):
         def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
             self.delay_s = 0.3 if len(self.calls) == 1 else 0.0
-            return super().transcribe(pcm, context)
+            return super().transcribe(pcm, context, vocabulary=vocabulary)
 
     transcriber = SlowSecond("set a timer", second)
     responder = FakeResponder(["Done."])
