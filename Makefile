@@ -19,9 +19,9 @@ APACE_ARGS ?=
 
 ## make run — set up (first time: ~6 min, plus pulling the default LLM tier and the
 ## noisy-room ear once: 491 + 148 MB) and start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
-## p50 <= 800 ms on a 2-core box (README, "What it says"); APACE_LLM=smollm2-135m serves the
+## p50 <= 800 ms on a 2-core box (docs/quality.md); APACE_LLM=smollm2-135m serves the
 ## embedded model with nothing to download, APACE_LLM=qwen2.5-coder-1.5b answers best.
-## APACE_NOISY_ASR is the noisy-room ear (README, "In a real room"; off: one ear).
+## APACE_NOISY_ASR is the noisy-room ear (docs/rooms.md; off: one ear).
 APACE_LLM ?= qwen2.5-coder-0.5b
 APACE_ASR ?= whisper-tiny.en
 APACE_NOISY_ASR ?= whisper-base

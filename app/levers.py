@@ -3,9 +3,9 @@ name in `apace bench --ablate`.
 
 `serve`, `talk`, `wyoming` and `cluster serve` register the flags from `LEVERS`
 (`add_flags`), `settings_from` applies them (`apply`), `apace bench --ablate` runs each
-lever off (`ablations`), and the README's lever table is `readme_table()` (a unit test
-keeps them equal). A new lever is the option it sets (and its use), one entry here, and
-the README's table made again (`python -m app.levers`).
+lever off (`ablations`), and the lever table in docs/latency.md is `readme_table()` (a unit test keeps them
+equal). A new lever is the option it sets (and its use), one entry here, and that table
+made again (`python -m app.levers`).
 
 An option is named by its path in `app.runtime.Settings`, e.g. `conversation.speculate`.
 """
@@ -30,7 +30,7 @@ class Switch:
     """A flag without a value: given, it sets each option in `sets`."""
 
     name: str
-    """Its name in the bench (`no-NAME` when ablated) and in the README."""
+    """Its name in the bench (`no-NAME` when ablated) and in the docs' lever table."""
     flag: str
     help: str
     sets: Mapping[str, object]
@@ -171,7 +171,7 @@ def ablations(table: Sequence[Lever] | None = None) -> list[tuple[str, list[str]
 
 
 def readme_table(table: Sequence[Lever] | None = None) -> str:
-    """The README's lever table (markdown)."""
+    """The lever table of docs/latency.md (markdown)."""
     rows = ["| lever | flag | what the flag does | `apace bench --ablate` |", "|---|---|---|---|"]
     for lever in _levers(table):
         text = lever.help.replace("%(default)s", str(getattr(lever, "default", None)))

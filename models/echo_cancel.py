@@ -7,7 +7,7 @@ library carries WebRTC's audio processing module; apace uses that module alone (
 LiveKit server, no network). One instance per stream, 16 kHz, 10 ms frames.
 
 Measured offline on this 2-core box (a Piper reply heard back 10 dB down, a user talking
-over it; README, "In a real room"): 51-62 dB less echo with a plain delayed echo (150-500
+over it; docs/rooms.md: 51-62 dB less echo with a plain delayed echo (150-500
 ms), 28-31 dB through a reverberant room (RT60 0.3 s) with a saturating loudspeaker; the
 user's speech over the echo kept within 1-2 dB; ~0.1 ms of CPU per 10 ms frame.
 Speex's canceller (pyaec) on the same audio: 3-10 dB, and the user 3-7 dB down.

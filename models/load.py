@@ -36,8 +36,7 @@ AUTO = "auto"
 NOISY_ASR_ENV = "APACE_NOISY_ASR"
 NOISY_ASR_TIER = "whisper-base"
 """The noisy-room ear by default, where it is pulled: in background talk and pink noise
-the room bench heard 18 and 10 % WER with it, 27 and 16 % with tiny.en (README, "Real
-rooms")."""
+the room bench heard 18 and 10 % WER with it, 27 and 16 % with tiny.en (docs/rooms.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,7 +46,7 @@ class AsrOptions:
     the room bench's background talk and pink noise a point better (WER 9.4 → 7.9 and 6.3
     → 5.8 %, 10.8 → 9.7 and 11.5 → 10.5 % on the gate's own turns), but through the whole
     pipeline each transcription took longer (0.3-1.4 s instead of 0.3-0.7) and TTFA in
-    noise rose by ~200 ms against the clean room, question by question (README)."""
+    noise rose by ~200 ms against the clean room, question by question (docs/rooms.md)."""
     language: str = "en"
     no_speech_threshold: float = 0.6
     """Above this no-speech probability an utterance with a low-confidence transcript is

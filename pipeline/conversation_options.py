@@ -15,7 +15,7 @@ from pipeline.vad import VadOptions
 class ConversationOptions:
     vad: VadOptions = field(default_factory=VadOptions)
     speculate: bool = True
-    """Start the reply at silence onset and play it at the endpoint (README, speculation)."""
+    """Start the reply at silence onset and play it at the endpoint (docs/how-it-works.md)."""
     barge_in_ms: int = 200
     """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
     gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
@@ -26,8 +26,8 @@ class ConversationOptions:
     dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
     decided — on the room bench the reply stopped ~400 ms after the user's first sound
     with barge_in_ms alone. 100 ms is where a turn starts (VadOptions.start_ms): the reply
-    holds as the user's turn does. Against 120 ms, in two paired talk-over runs (README,
-    "In a real room"), the first reply stopped 340 ms after the user's first sound on
+    holds as the user's turn does. Against 120 ms, in two paired talk-over runs
+    (docs/rooms.md), the first reply stopped 340 ms after the user's first sound on
     average against 393 (8 each), the later ones at a median 261 against 311 ms; 2 of 29
     stops took over 400 ms against 8 of 32; no reply was held by background talk. A held
     turn that stops short of held_barge_in_ms keeps the reply held until it pauses and its
@@ -38,7 +38,7 @@ class ConversationOptions:
     way). Background talk in bursts was confirmed for <= 100 ms: holding at 80 ms, as a
     turn starts (and, in a quiet room, from before it started), the room bench's replies
     were held and let go on 6-12 times a session in echo and talk, and 4 of ~25
-    talk-overs went on for 1-5 s (README, "In a real room"); a hold needs a started turn
+    talk-overs went on for 1-5 s (docs/rooms.md); a hold needs a started turn
     now, and the words of a burst that starts one decide. None: off."""
     held_barge_in_ms: int | None = 800
     """Confirmed speech over a *held* reply that interrupts it before its words are heard.
@@ -55,7 +55,7 @@ class ConversationOptions:
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
-    """How reply text is cut for TTS (first clause early: README, latency levers)."""
+    """How reply text is cut for TTS (first clause early: docs/latency.md)."""
     partial_interval_s: float | None = 1.0
     """Live captions: transcribe the utterance so far this often (None: off). They run at
     background priority, behind every confirmed or speculative job."""

@@ -1,6 +1,6 @@
 """A conversation that cannot get stuck: what the LLM reads, what it may say, how long.
 
-Measured (with plain llama-cpp-python; the quality bench, README "What it says"): under
+Measured (with plain llama-cpp-python; the quality bench, docs/quality.md): under
 greedy decoding SmolLM2-135M answers every new question with an earlier assistant turn once
 the history holds two or three copies of it, and an interrupted (cut) reply in the history
 makes the copy complete. Three guards, each pure and testable without a model:

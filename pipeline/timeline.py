@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 now = time.monotonic
 
-# The metric stamps, in the order a sequential pipeline reaches them (README, "What happens when you talk").
+# The metric stamps, in the order a sequential pipeline reaches them (docs/how-it-works.md).
 SPEECH_END = "speech_end"
 ENDPOINT = "endpoint"
 ASR_FINAL = "asr_final"

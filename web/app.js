@@ -144,7 +144,7 @@ async function openMic() {
 
 // What the browser did to the microphone itself (it may refuse what was asked): the
 // server suppresses noise only where the browser did not, and where it cancels its own
-// echo the server's echo guard starts from a quieter echo (README, "In a real room").
+// echo the server's echo guard starts from a quieter echo (docs/rooms.md).
 function processing(mic) {
   const track = mic.getAudioTracks()[0];
   const settings = track && track.getSettings ? track.getSettings() : {};

@@ -1,5 +1,5 @@
 """`python -m app.bench.asr_batching [ASR]`: would Whisper jobs due together be faster as
-one batch? (`make bench-batching`; the README quotes it.)
+one batch? (`make bench-batching`; docs/scaling.md quotes it.)
 
 2 and 3 spoken questions (the embedded voice) transcribed one after another and as one
 encoder + decoder batch (`WhisperTranscriber.transcribe_many`), interleaved, 8 rounds:

@@ -3,7 +3,7 @@
 The same 60-token replies decoded by the shared engine (models/shared_llm.py) 1, 2 and 4
 at once, and 3 one after another in a llama context of its own: tokens per second and
 tokens per decode step. In-process, no audio: the LLM's own throughput (`make
-bench-batching`; the README quotes it). Drafts are off, so every token is decoded.
+bench-batching`; docs/scaling.md quotes it). Drafts are off, so every token is decoded.
 """
 
 from __future__ import annotations

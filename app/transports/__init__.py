@@ -1,6 +1,6 @@
 """Ways in besides the browser: thin adapters from a protocol onto the same Engine and
-Conversation that WebRTC uses (README, "Use it from Home Assistant" and "Use it from
-OpenAI-Realtime clients").
+Conversation that WebRTC uses (docs/clients.md, "Home Assistant (Wyoming)" and
+"OpenAI-Realtime clients").
 
 - `wyoming/`: Home Assistant's Wyoming protocol over TCP (asr, tts, handle).
 - `realtime/`: an OpenAI-Realtime-compatible WebSocket at /v1/realtime on the main port.

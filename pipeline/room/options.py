@@ -25,7 +25,7 @@ class RoomOptions:
     the level it aims for, dB below full scale, 1-31; 0 off). Only the utterance audio is
     raised: the gate judges the frames as they came, so its learned levels and the echo
     guard's loss are not moved by the gain. Whisper tiny.en on a talker 35 dB down: WER
-    21.0 % → 18.7 % with 3; at normal levels no change (README, "Real rooms")."""
+    21.0 % → 18.7 % with 3; at normal levels no change (docs/rooms.md)."""
     start_margin_db: float = 4.0
     """A turn starts (or resumes, or interrupts) only on voice this far above the room's
     usual peaks (its 90th-percentile frame level)."""
@@ -56,7 +56,7 @@ class RoomOptions:
     100 Hz): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
     so that Whisper hears the user's words and not the talk in the room before them ("30,
     set a timer…", "What is 15% of 80% of 80%…"). Offline, the gate's own turns of the ASR
-    set's tuning lines heard by whisper-base (README, "In a real room")."""
+    set's tuning lines heard by whisper-base (docs/rooms.md)."""
     pre_roll_keep_ms: int = 100
     """Pre-roll kept whole before that first loud frame (a soft first consonant)."""
     speech_probability: float = 0.5
@@ -75,7 +75,7 @@ class RoomOptions:
     """Take our own playback out of the microphone's audio first (when a canceller is
     given; pipeline.room.cancel). Off by default: the canceller's suppressor takes the
     first 20-40 ms of a user talking over the reply down with the echo, and talk-overs
-    stopped later than with the echo guard alone (README, "In a real room"); it does
+    stopped later than with the echo guard alone (docs/rooms.md); it does
     catch a talk-over of a session's first reply, before the guard has learned the room."""
     echo_margin_db: float = 3.0
     """Head-room over the learned echo loss before a residual counts."""

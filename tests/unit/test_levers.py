@@ -1,5 +1,5 @@
 """The lever table (app/levers.py) drives the CLI's flags, the Settings they make, the
-bench's ablations and the README's lever table."""
+bench's ablations and the lever table in docs/latency.md."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from app.cli.errors import UsageError
 from app.levers import LEVERS, Lever, Setting, Switch
 from app.runtime import EngineOptions, Settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+LEVER_DOC = Path(__file__).resolve().parents[2] / "docs" / "latency.md"
 SAMPLE = {"--draft-model": "draft.gguf"}  # a value for a setting the bench does not ablate
 
 
@@ -163,24 +163,24 @@ def test_setting_a_nested_option_copies_and_validates_each_level() -> None:
         levers.set_option(settings, "conversation.vad.speech_floor_db", 91.0)
 
 
-def _readme_levers() -> str:
-    text = README.read_text()
+def _doc_levers() -> str:
+    text = LEVER_DOC.read_text()
     start = text.index("<!-- levers:")
     start = text.index("\n", start) + 1
     return text[start:text.index("<!-- /levers -->", start)]
 
 
-def test_every_lever_is_in_the_readme_table_and_every_row_is_a_lever() -> None:
-    rows = [line for line in _readme_levers().splitlines() if line.startswith("| ")][1:]
+def test_every_lever_is_in_the_docs_table_and_every_row_is_a_lever() -> None:
+    rows = [line for line in _doc_levers().splitlines() if line.startswith("| ")][1:]
     assert [row.split("|")[1].strip() for row in rows] == [lever.name for lever in LEVERS]
     flags = {re.match(r"`(--[\w-]+)", row.split("|")[2].strip()).group(1)  # type: ignore[union-attr]
              for row in rows}
     assert flags == {lever.flag for lever in LEVERS}
 
 
-def test_the_readme_lever_table_is_the_one_the_table_makes() -> None:
-    assert _readme_levers() == levers.readme_table(), (
-        "README.md's lever table is out of date: paste `python -m app.levers` between its"
+def test_the_docs_lever_table_is_the_one_the_table_makes() -> None:
+    assert _doc_levers() == levers.readme_table(), (
+        "docs/latency.md's lever table is out of date: paste `python -m app.levers` between its"
         " <!-- levers --> markers")
 
 

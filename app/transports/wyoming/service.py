@@ -7,7 +7,7 @@ answered through `send`. Each service runs on the engine's shared models and wor
   Assistant ends the command, but apace's endpointer listens too: at a silence onset it
   starts transcribing the utterance so far, and if the audio stays silent until
   `audio-stop` that transcript is the answer — the ASR time hides in Home Assistant's
-  endpoint wait (speculation: README, "What happens when you talk").
+  endpoint wait (speculation: docs/how-it-works.md).
 - **tts**: `synthesize`, or `synthesize-start`/`-chunk`…/`-stop` → `audio-start`,
   `audio-chunk`…, `audio-stop` (+ `synthesize-stopped`): text is cut into clauses as it
   streams and each clause's audio goes out as Piper decodes it (levers 5 and the
