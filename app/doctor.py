@@ -117,8 +117,7 @@ def model_checks(verify: bool) -> list[Check]:
         try:
             located[kind] = found = locate(kind)
         except ModelError as error:
-            checks.append(Check(f"model {kind}", "fail", str(error).split(". Fix")[0],
-                                spec.install))
+            checks.append(_failed(f"model {kind}", error, spec.install))
             continue
         checks.append(Check(f"model {kind}", "ok",
                             f"{found.path} ({found.size_bytes / 1e6:.0f} MB, {found.source})"))
@@ -158,10 +157,15 @@ def noisy_ear_check(ear: Located | None = None) -> Check:
         ear = ear or locate("asr")
         found = locate_noisy_asr(AUTO, ear)
     except ModelError as error:
-        return Check("noisy-room ASR", "fail", str(error).split(". Fix")[0],
-                     f"--noisy-asr TIER|DIR|off, or mend what names it ({NOISY_ASR_ENV}, "
-                     "noisy_asr in the config file)")
+        return _failed("noisy-room ASR", error, f"--noisy-asr TIER|DIR|off, or mend what names "
+                       f"it ({NOISY_ASR_ENV}, noisy_asr in the config file)")
     return _choice_check(noisy_choice(ear, found))
+
+
+def _failed(name: str, error: Exception, fix: str) -> Check:
+    """A failed check from a ModelError: its own "Fix: …" where it says one, else `fix`."""
+    detail, _, own = str(error).partition(". Fix: ")
+    return Check(name, "fail", detail, own.rstrip(".") or fix)
 
 
 def _choice_check(choice: Choice) -> Check:

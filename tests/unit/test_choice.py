@@ -240,3 +240,5 @@ def test_doctor_reports_a_bad_config_value_as_a_failure(
     assert main(["doctor", "--port", str(port)]) == 1
     out = capsys.readouterr().out
     assert re.search(r"\[FAIL\] model asr .*not found at whisper-small \(from config ", out)
+    assert re.search(r"fix: set asr under \[models\] in .* to a tier \(whisper-tiny\.en, "
+                     r"whisper-base\) or an existing path\n", out)
