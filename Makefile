@@ -21,7 +21,8 @@ APACE_ARGS ?=
 ## noisy-room ear once: 491 + 148 MB) and start the voice assistant. The defaults are the best-scoring tiers that keep client TTFA
 ## p50 <= 800 ms on a 2-core box (docs/quality.md); APACE_LLM=smollm2-135m serves the
 ## embedded model with nothing to download, APACE_LLM=qwen2.5-coder-1.5b answers best.
-## APACE_NOISY_ASR is the noisy-room ear (docs/rooms.md; off: one ear).
+## APACE_NOISY_ASR is the noisy-room ear (docs/rooms.md; off: one ear). Once
+## pulled, plain `apace serve` serves these defaults too (models/catalog.py, PREFERRED).
 APACE_LLM ?= qwen2.5-coder-0.5b
 APACE_ASR ?= whisper-tiny.en
 APACE_NOISY_ASR ?= whisper-base

@@ -18,7 +18,11 @@ import socket
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from models.choice import Choice
+    from models.locate import Located
 
 Status = Literal["ok", "warn", "fail"]
 LOW_MEMORY_GB = 6.0
@@ -101,18 +105,19 @@ def memory_check(meminfo: str) -> Check:
 
 
 def model_checks(verify: bool) -> list[Check]:
-    """Each model found and usable; pulled tiers size-checked, sha256-checked with verify."""
+    """Each model found and usable; pulled tiers size-checked, sha256-checked with verify;
+    then what plain `apace serve` serves, as it says at start-up (choice_checks)."""
     from models.catalog import TIERS, store_dir
     from models.locate import SPECS, ModelError, locate
     from models.pull import sha256_of
 
     checks = []
+    located: dict[str, Located] = {}
     for kind, spec in SPECS.items():
         try:
-            found = locate(kind)
+            located[kind] = found = locate(kind)
         except ModelError as error:
-            checks.append(Check(f"model {kind}", "fail", str(error).split(". Fix")[0],
-                                spec.install))
+            checks.append(_failed(f"model {kind}", error, spec.install))
             continue
         checks.append(Check(f"model {kind}", "ok",
                             f"{found.path} ({found.size_bytes / 1e6:.0f} MB, {found.source})"))
@@ -129,23 +134,44 @@ def model_checks(verify: bool) -> list[Check]:
         checks.append(Check(f"tier {tier.name}", "fail" if bad else "ok",
                             f"differs from the pinned file: {', '.join(bad)}" if bad else what,
                             f"apace models pull {tier.name}" if bad else ""))
-    return [*checks, noisy_ear_check()]
+    return [*checks, *choice_checks(located)]
 
 
-def noisy_ear_check() -> Check:
-    """Which Whisper hears noisy rooms (`--noisy-asr auto`: models.load.locate_noisy_asr)."""
-    from models.load import AUTO, NOISY_ASR_TIER, locate_noisy_asr
+def choice_checks(located: dict[str, Located]) -> list[Check]:
+    """The LLM, the ear and the noisy-room ear plain `apace serve` would serve, why, and how
+    to change each (models.choice: the lines `apace serve` starts with)."""
+    from models.choice import choices
+
+    if "llm" not in located or "asr" not in located:
+        return []  # already a failed check
+    return [*(_choice_check(choice) for choice in choices(located)[:2]),
+            noisy_ear_check(located["asr"])]
+
+
+def noisy_ear_check(ear: Located | None = None) -> Check:
+    """Which Whisper hears noisy rooms (`--noisy-asr auto`: models.choice.locate_noisy_asr)."""
+    from models.choice import AUTO, NOISY_ASR_ENV, locate_noisy_asr, noisy_choice
     from models.locate import ModelError, locate
 
     try:
-        found = locate_noisy_asr(AUTO, locate("asr"))
+        ear = ear or locate("asr")
+        found = locate_noisy_asr(AUTO, ear)
     except ModelError as error:
-        return Check("noisy-room ear", "fail", str(error).split(". Fix")[0],
-                     f"apace models pull {NOISY_ASR_TIER}, or APACE_NOISY_ASR=off")
-    if found is None:
-        return Check("noisy-room ear", "warn", "none: noisy rooms are heard by the one ear",
-                     f"apace models pull {NOISY_ASR_TIER}")
-    return Check("noisy-room ear", "ok", f"{found.path} ({found.source})")
+        return _failed("noisy-room ASR", error, f"--noisy-asr TIER|DIR|off, or mend what names "
+                       f"it ({NOISY_ASR_ENV}, noisy_asr in the config file)")
+    return _choice_check(noisy_choice(ear, found))
+
+
+def _failed(name: str, error: Exception, fix: str) -> Check:
+    """A failed check from a ModelError: its own "Fix: …" where it says one, else `fix`."""
+    detail, _, own = str(error).partition(". Fix: ")
+    return Check(name, "fail", detail, own.rstrip(".") or fix)
+
+
+def _choice_check(choice: Choice) -> Check:
+    if choice.model in ("off", "none"):  # noisy rooms heard by the one ear: worse
+        return Check(choice.role, "warn", f"{choice.model} ({choice.why})", choice.change)
+    return Check(choice.role, "ok", choice.line().removeprefix(f"{choice.role}: "))
 
 
 def port_check(host: str, port: int, what: str) -> Check:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+"""The folder holding the `app` package: the checkout, or site-packages when apace is
+installed from its wheel. A child `python -m app` started there imports this same code."""
 
 
 def free_port() -> int:

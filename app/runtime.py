@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from models.choice import choices
 from models.load import (
     ModelChoice,
     cpu_threads,
@@ -94,9 +95,21 @@ def load_ears(settings: Settings, located: dict[str, Located],
                                                   beam_size=settings.asr.noisy_beam_size))
 
 
-def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
-    """Locate and load every model (raises ModelError with the fix if one is unusable)."""
+def chosen_models(settings: Settings) -> dict[str, Located]:
+    """Locate every model, and print which LLM and ears will serve, why, and how to choose
+    others (the first lines of `apace serve` and `apace wyoming`; `apace doctor` says the
+    same). Raises ModelError with the fix if one cannot be used."""
     located = settings.models.resolve()
+    for choice in choices(located, settings.models.noisy_asr):
+        print(f"apace: {choice.line()}", flush=True)
+    return located
+
+
+def build_engine(settings: Settings, located: dict[str, Located] | None = None
+                 ) -> tuple[Engine, dict[str, Located]]:
+    """Load every model `located` (default: locate them now; raises ModelError with the fix
+    if one is unusable)."""
+    located = dict(located) if located is not None else settings.models.resolve()
     options = settings.engine
     if not options.turn_detector or settings.conversation.endpoint is None:
         located.pop("turn")  # a fixed endpoint has no use for a verdict

@@ -17,7 +17,7 @@ from pathlib import Path
 from aiohttp import web
 
 from app.appkeys import SESSIONS
-from app.runtime import Settings, build_engine
+from app.runtime import Settings, build_engine, chosen_models
 from app.security.access import (
     AccessPolicy,
     allowed_hosts,
@@ -62,10 +62,11 @@ async def serve(
     pairing: str | None = None,
 ) -> None:
     """Load and warm every model, then serve until SIGINT/SIGTERM (see `serve_engine`)."""
+    located = chosen_models(settings)
     if loopback:
         use_loopback_candidates()
     print("apace: loading models ...", flush=True)
-    engine, _ = await asyncio.to_thread(build_engine, settings)
+    engine, _ = await asyncio.to_thread(build_engine, settings, located)
     try:
         await engine.warm()
         await serve_engine(engine, options, host=host, port=port, tls=tls, access=access,

@@ -16,7 +16,6 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +31,7 @@ from app.security.pairing import ACCESS, pair, pair_page
 from app.security.sdp import check_offer
 from app.session import Session
 from app.transports.realtime.route import add_realtime
+from app.web_dir import WEB_DIR
 from pipeline.admission import LoadModel
 from pipeline.conversation_events import GoingAway, Turn, to_wire
 from pipeline.engine import Engine
@@ -40,7 +40,6 @@ from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER
 
 log = logging.getLogger(__name__)
 
-WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 MAX_OFFER_BYTES = 64 * 1024
 """A real audio offer is 2-6 KB; anything far larger is refused before parsing."""
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from models.choice import AUTO, locate_noisy_asr
 from models.drafts import ModelDraft, PromptLookup, same_vocabulary
 from models.llama_responder import LlamaResponder
 from models.locate import Located, ModelError, locate
@@ -32,16 +33,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-AUTO = "auto"
-NOISY_ASR_ENV = "APACE_NOISY_ASR"
-NOISY_ASR_TIER = "whisper-base"
-"""The noisy-room ear by default, where it is pulled: in background talk and pink noise
-the room bench heard 18 and 10 % WER with it, 27 and 16 % with tiny.en (docs/rooms.md)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class ModelChoice:
-    """Which models to use: None means env var → config → embedded default."""
+    """Which models to use: None means env var → config → best pulled tier → embedded
+    (models.choice)."""
 
     asr: str | None = None
     llm: str | None = None
@@ -55,8 +50,8 @@ class ModelChoice:
     """CPU threads per model; 0 = all cores."""
     noisy_asr: str | None = AUTO
     """The noisy-room ear: a Whisper tier name or folder, AUTO (APACE_NOISY_ASR if set,
-    else NOISY_ASR_TIER where it is pulled), "off" or None (none: every room is heard by
-    the `asr` model)."""
+    else the config file's noisy_asr, else NOISY_ASR_TIER where it is pulled), "off" or
+    None (none: every room is heard by the `asr` model)."""
 
     def resolve(self) -> dict[str, Located]:
         located = {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
@@ -65,25 +60,6 @@ class ModelChoice:
         if noisy is not None:
             located["noisy_asr"] = noisy
         return located
-
-
-def locate_noisy_asr(value: str | None, ear: Located) -> Located | None:
-    """The noisy-room ear's model (ModelChoice.noisy_asr), or None for one ear: "off",
-    None, AUTO with nothing in APACE_NOISY_ASR and NOISY_ASR_TIER not pulled (logged), or
-    the same model as `ear`. A name or folder that cannot be used is a ModelError."""
-    if value == AUTO:  # the environment may choose (tests turn it off: same on any box)
-        value = os.environ.get(NOISY_ASR_ENV, AUTO)
-    if value is None or value == "off":
-        return None
-    if value != AUTO:
-        found = locate("asr", value)
-    else:
-        try:
-            found = locate("asr", NOISY_ASR_TIER)
-        except ModelError as error:
-            log.info("no noisy-room ear (%s): every room is heard by the one ear", error)
-            return None
-    return None if found.path.resolve() == ear.path.resolve() else found
 
 
 def cpu_threads(requested: int) -> int:

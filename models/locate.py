@@ -1,10 +1,11 @@
 """Where each model comes from, checked before anything loads it.
 
 Order: an explicit path (CLI flag) → an environment variable → the config file → the
-embedded default package. Each of the first three may also name a tier of the catalog
+best tier `apace models pull` stored (models.catalog.PREFERRED: what `make run` serves) →
+the embedded default package. Each of the first three may also name a tier of the catalog
 (`qwen2.5-coder-0.5b`), which resolves to the file `apace models pull` stored. Every failure
 is a `ModelError` whose message names the problem and the fix; nothing here imports a model
-library.
+library. The config file and its keys: docs/config.md.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from models.catalog import TIERS, Tier, store_dir
+from models.catalog import PREFERRED, TIERS, Tier, store_dir
 
 Kind = Literal["asr", "llm", "tts", "turn"]
+Origin = Literal["flag", "env", "config", "best pulled", "embedded"]
+"""Why a model is the one used: what named it, or the automatic choice that found it."""
 
 
 class ModelError(Exception):
@@ -58,11 +61,19 @@ SPECS: dict[Kind, Spec] = {
 }
 
 
+MODEL_KEYS: dict[str, Kind] = {"asr": "asr", "llm": "llm", "noisy_asr": "asr", "tts": "tts",
+                               "turn": "turn"}
+"""The config file's keys under [models], and the kind of model each names."""
+
+
 @dataclass(frozen=True)
 class Located:
     kind: Kind
     path: Path
-    source: str  # "flag", "env APACE_…", "config FILE", "embedded PACKAGE"
+    source: str  # "flag …", "env APACE_…", "config FILE", "best pulled tier …", "embedded PACKAGE"
+    origin: Origin = "flag"
+    tier: str | None = None
+    """The catalog's name for it, where it is a tier."""
 
     @property
     def size_bytes(self) -> int:
@@ -94,17 +105,77 @@ def read_config() -> dict[str, object]:
         raise ModelError(f"config file {path} cannot be read: {error}") from None
 
 
+def configured_model(key: str) -> str | None:
+    """The config file's [models] `key` (None when it names none). A misplaced, unknown or
+    non-text entry is a ModelError naming the file, the entry and the fix."""
+    config, path = read_config(), config_path()
+    if misplaced := sorted(set(config) & MODEL_KEYS.keys()):
+        raise ModelError(f"config file {path}: {', '.join(misplaced)} is outside [models]. "
+                         f"Fix: put the line [models] above it.")
+    models = config.get("models", {})
+    if not isinstance(models, dict):
+        raise ModelError(f"config file {path}: models must be a table. Fix: a line [models], "
+                         f"then one line per model, e.g. llm = \"{PREFERRED['llm'][0]}\".")
+    if unknown := sorted(set(models) - MODEL_KEYS.keys()):
+        raise ModelError(f"config file {path}: [models] has no key {', '.join(unknown)}. "
+                         f"Fix: use {', '.join(MODEL_KEYS)}.")
+    value = models.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ModelError(f"config file {path}: [models] {key} = {value!r} is not a name. "
+                         f"Fix: {config_fix(key)}.")
+    return value
+
+
+def config_fix(key: str) -> str:
+    """How to mend [models] `key` in the config file."""
+    kind = MODEL_KEYS[key]
+    tiers = [name for name, tier in TIERS.items() if tier.kind == kind]
+    named = f"a tier ({', '.join(tiers)}) or " if tiers else ""
+    also = ", or off" if key == "noisy_asr" else ""
+    return f"set {key} under [models] in {config_path()} to {named}an existing path{also}"
+
+
 def locate(kind: Kind, explicit: str | Path | None = None) -> Located:
     """The model of `kind` to use, validated. Raises ModelError with the fix."""
     spec = SPECS[kind]
     if explicit:
-        return _resolve(spec, str(explicit), f"flag {spec.flag}")
+        return resolve(kind, str(explicit), "flag", f"flag {spec.flag}")
     if env := os.environ.get(spec.env):
-        return _resolve(spec, env, f"env {spec.env}")
-    models = read_config().get("models", {})
-    if isinstance(models, dict) and (configured := models.get(kind)):
-        return _resolve(spec, str(configured), f"config {config_path()}")
-    return _check(spec, _embedded(spec), f"embedded {spec.package}")
+        return resolve(kind, env, "env", f"env {spec.env}")
+    if configured := configured_model(kind):
+        return resolve(kind, configured, "config", f"config {config_path()}", key=kind)
+    if (best := best_pulled(kind)) is not None:
+        return best
+    return _check(spec, _embedded(spec), f"embedded {spec.package}", origin="embedded",
+                  tier=_embedded_tier(spec))
+
+
+def best_pulled(kind: Kind) -> Located | None:
+    """The first tier of models.catalog.PREFERRED that `apace models pull` stored, before
+    the first embedded one (None: the embedded package is the best this box has)."""
+    names = PREFERRED["llm"] if kind == "llm" else PREFERRED["asr"] if kind == "asr" else ()
+    for name in names:
+        tier = TIERS[name]
+        if tier.embedded:
+            return None
+        if _is_pulled(tier):
+            return _check(SPECS[kind], tier.path(store_dir()), f"best pulled tier {name}",
+                          origin="best pulled", tier=name)
+    return None
+
+
+def resolve(kind: Kind, value: str, origin: Origin, source: str, *, key: str | None = None
+            ) -> Located:
+    """`value` (a tier name or a path) as named by `source`; `key`: the config file's entry
+    that named it, whose fix a failure then says."""
+    spec = SPECS[kind]
+    try:
+        return _resolve(spec, value, origin, source)
+    except ModelError as error:
+        if key is None:
+            raise
+        fix = "Or" if "Fix:" in str(error) else "Fix"
+        raise ModelError(f"{error} {fix}: {config_fix(key)}.") from None
 
 
 def tier_path(tier: Tier) -> Path:
@@ -112,7 +183,7 @@ def tier_path(tier: Tier) -> Path:
     if tier.embedded:
         return _embedded(SPECS[tier.kind])
     path = tier.path(store_dir())
-    if not all(_has_size(tier.folder(store_dir()) / f.name, f.size) for f in tier.files):
+    if not _is_pulled(tier):
         raise ModelError(
             f"the {tier.kind} tier {tier.name} is not pulled (no {path}). "
             f"Fix: run `apace models pull {tier.name}`."
@@ -120,17 +191,19 @@ def tier_path(tier: Tier) -> Path:
     return path
 
 
-def _has_size(path: Path, size: int) -> bool:
+def _is_pulled(tier: Tier) -> bool:
     # Only a verified file is renamed into the store; the size catches a hand-copied wrong one.
-    return path.is_file() and path.stat().st_size == size
+    folder = tier.folder(store_dir())
+    return all((folder / f.name).is_file() and (folder / f.name).stat().st_size == f.size
+               for f in tier.files)
 
 
-def _resolve(spec: Spec, value: str, source: str) -> Located:
+def _resolve(spec: Spec, value: str, origin: Origin, source: str) -> Located:
     """A path, or a tier name when no such path exists (a real file of that name wins)."""
     path = Path(value).expanduser()
     tier = TIERS.get(value)
     if tier is None or path.exists():
-        return _check(spec, path, source)
+        return _check(spec, path, source, origin=origin)
     if source.startswith("flag"):
         source = "flag"  # --llm NAME or --llm-model NAME: both reach here as the same value
     wanted = "asr" if spec.kind == "asr" else "llm"
@@ -144,7 +217,7 @@ def _resolve(spec: Spec, value: str, source: str) -> Located:
         found = tier_path(tier)
     except ModelError as error:
         raise ModelError(f"{error} (named by {source})") from None
-    return _check(spec, found, f"tier {tier.name} ({source})")
+    return _check(spec, found, f"tier {tier.name} ({source})", origin=origin, tier=tier.name)
 
 
 def _embedded(spec: Spec) -> Path:
@@ -160,14 +233,18 @@ def _embedded(spec: Spec) -> Path:
     return root / spec.package_dir if spec.package_dir else root
 
 
-def _check(spec: Spec, path: Path, source: str) -> Located:
+def _embedded_tier(spec: Spec) -> str | None:
+    return next((name for name, tier in TIERS.items() if tier.package == spec.package), None)
+
+
+def _check(spec: Spec, path: Path, source: str, *, origin: Origin = "flag",
+           tier: str | None = None) -> Located:
     if not path.exists():
-        raise ModelError(
-            f"{spec.title} model not found at {path} (from {source}). "
-            f"Fix: give an existing path with {spec.flag} or {spec.env}."
-        )
+        fix = "" if origin == "config" else \
+            f" Fix: give an existing path with {spec.flag} or {spec.env}."  # config: resolve()
+        raise ModelError(f"{spec.title} model not found at {path} (from {source}).{fix}")
     checker = {"asr": _check_asr, "llm": _check_llm, "tts": _check_tts, "turn": _check_llm}[spec.kind]
-    return Located(spec.kind, checker(spec, path, source), source)
+    return Located(spec.kind, checker(spec, path, source), source, origin, tier)
 
 
 def _check_asr(spec: Spec, path: Path, source: str) -> Path:

@@ -169,8 +169,9 @@ def hear_all(clips: Sequence[Clip], rounds: int, route: Route,
 
 def bench_misheard(out: Path, *, rounds: int = 2, seed: int = 11) -> dict[str, Any]:
     """Run the bench; write misheard.json under `out` and print the table."""
+    from models.choice import AUTO, locate_noisy_asr
     from models.denoise import WebrtcDenoiser
-    from models.load import AUTO, cpu_threads, load_synthesizer, load_transcriber, locate_noisy_asr
+    from models.load import cpu_threads, load_synthesizer, load_transcriber
     from models.locate import locate
     from pipeline.asr import AsrOptions
     from pipeline.room.conditioning import condition

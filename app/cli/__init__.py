@@ -18,7 +18,7 @@ from app.cli.engine import engine_flags, model_flags, settings_from
 from app.cli.errors import UsageError
 from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
-from models.catalog import TIERS, store_dir
+from models.catalog import TIERS, Tier, store_dir
 from models.locate import SPECS, ModelError, config_path, locate, tier_path
 from pipeline.audio import AudioError, write_wav
 from pipeline.skills.lists import ListStoreError
@@ -226,10 +226,21 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
     except PullError as error:
         print(f"apace: error: {error}", file=sys.stderr)
         return 1
-    flag = "--asr" if tier.kind == "asr" else "--llm"
-    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, sha256 verified). "
-          f"Use it: {flag} {tier.name}, or [models] {tier.kind} = \"{tier.name}\" in {config_path()}")
+    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, sha256 verified). {_pulled_use(tier)}")
     return 0
+
+
+def _pulled_use(tier: Tier) -> str:
+    """What a pulled tier is for now: plain `apace serve` takes the preferred ones by itself."""
+    from models.catalog import PREFERRED
+    from models.choice import NOISY_ASR_TIER
+
+    if tier.name == PREFERRED[tier.kind][0]:
+        return "Plain `apace serve` serves it from now on (docs/config.md)."
+    if tier.name == NOISY_ASR_TIER:
+        return "Plain `apace serve` hears noisy rooms with it from now on (docs/config.md)."
+    flag = "--asr" if tier.kind == "asr" else "--llm"
+    return f"Use it: {flag} {tier.name}, or {tier.kind} = \"{tier.name}\" under [models] in {config_path()}"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 from app import levers
 from app.cli.errors import UsageError
 from models.catalog import TIERS
-from models.load import AUTO, NOISY_ASR_ENV, NOISY_ASR_TIER, ModelChoice
+from models.choice import AUTO, NOISY_ASR_ENV, NOISY_ASR_TIER
+from models.load import ModelChoice
 from pipeline.asr import AsrOptions
 from pipeline.conversation_options import ConversationOptions
 from pipeline.integrity import IntegrityOptions
@@ -97,7 +98,9 @@ def _checked(options: Callable[..., T], flags: str, **values: Any) -> T:
 
 
 def model_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("models (default: env var, then config file, then embedded)")
+    group = parser.add_argument_group(
+        "models (default: env var, then the config file, then the best pulled tier, then the"
+        " embedded one: docs/config.md)")
     asr = group.add_mutually_exclusive_group()
     asr.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
     asr.add_argument("--asr", metavar="TIER", choices=_tier_names("asr"),
@@ -108,9 +111,9 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
                      help="an LLM tier by name: " + ", ".join(_tier_names("llm")))
     group.add_argument("--noisy-asr", metavar="TIER|DIR|off", default=AUTO,
                        help="a sturdier Whisper for streams whose room is noisy (background"
-                       f" talk, noise); {AUTO}: ${NOISY_ASR_ENV} if set, else the {NOISY_ASR_TIER}"
-                       " tier where it is pulled (`apace models pull whisper-base`); off: one"
-                       " ear (default %(default)s)")
+                       f" talk, noise); {AUTO}: ${NOISY_ASR_ENV} if set, else the config file's"
+                       f" noisy_asr, else the {NOISY_ASR_TIER} tier where it is pulled (`apace"
+                       " models pull whisper-base`); off: one ear (default %(default)s)")
     group.add_argument("--tts-voice", metavar="ONNX", help="Piper voice .onnx (with .onnx.json)")
     group.add_argument("--turn-model", metavar="GGUF",
                        help="end-of-turn model (ChatML GGUF; default the embedded SmolLM2)")

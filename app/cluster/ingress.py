@@ -35,7 +35,8 @@ from app.prometheus import CONTENT_TYPE
 from app.security import access as acl
 from app.security.limits import Refused, parse_json, read_body, refusals
 from app.security.pairing import ACCESS, pair, pair_page
-from app.server import MAX_OFFER_BYTES, WEB_DIR, parse_offer
+from app.server import MAX_OFFER_BYTES, parse_offer
+from app.web_dir import WEB_DIR
 
 __all__ = ["CLUSTER", "Cluster", "make_ingress"]
 

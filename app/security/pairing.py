@@ -21,11 +21,12 @@ from aiohttp import web
 
 from app.security.access import COOKIE, COOKIE_MAX_AGE_S, AccessPolicy
 from app.security.limits import Refused, parse_json, read_body
+from app.web_dir import WEB_DIR
 
 log = logging.getLogger(__name__)
 
 TOKEN_FILE = "token"
-PAIR_PAGE = Path(__file__).resolve().parents[2] / "web" / "pair.html"
+PAIR_PAGE = WEB_DIR / "pair.html"
 ACCESS: web.AppKey[AccessPolicy] = web.AppKey("access", AccessPolicy)
 
 

@@ -109,9 +109,15 @@ def test_the_noisy_room_ear_is_reported_with_how_to_get_it(
 ) -> None:
     from app.doctor import noisy_ear_check
 
-    monkeypatch.setenv("APACE_NOISY_ASR", "off")
-    check = noisy_ear_check()
+    monkeypatch.setenv("APACE_MODELS_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("APACE_NOISY_ASR")
+    check = noisy_ear_check()  # not pulled: how to get it
     assert check.status == "warn" and check.fix == "apace models pull whisper-base"
+    monkeypatch.setenv("APACE_NOISY_ASR", "off")
+    check = noisy_ear_check()  # turned off: who did, and how to turn it on
+    assert check.status == "warn" and "off (env APACE_NOISY_ASR)" in check.detail
+    assert check.fix.startswith("--noisy-asr TIER|DIR|off, or noisy_asr = ")
     base = tmp_path / "base"
     base.mkdir()
     for name in ("model.bin", "config.json", "tokenizer.json"):

@@ -15,10 +15,11 @@ from models.locate import ModelError, config_path, locate, read_config
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No model variables, and a config home with no config file in it."""
+    """No model variables, a config home with no config file in it, an empty model store."""
     for name in ("APACE_ASR_MODEL", "APACE_LLM_MODEL", "APACE_TTS_VOICE", "APACE_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("APACE_MODELS_DIR", str(tmp_path / "store"))
 
 
 def asr_model(folder: Path) -> Path:
@@ -352,7 +353,7 @@ def test_the_noisy_room_ear_is_off_a_folder_a_pulled_tier_or_none(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     from models.catalog import TIERS
-    from models.load import AUTO, NOISY_ASR_TIER, locate_noisy_asr
+    from models.choice import AUTO, NOISY_ASR_TIER, locate_noisy_asr
     from models.locate import tier_path
 
     monkeypatch.setenv("APACE_MODELS_DIR", str(tmp_path / "store"))
@@ -367,7 +368,8 @@ def test_the_noisy_room_ear_is_off_a_folder_a_pulled_tier_or_none(
     with pytest.raises(ModelError, match=rf"{NOISY_ASR_TIER} is not pulled.*models pull"):
         locate_noisy_asr(NOISY_ASR_TIER, ear)  # asked for by name: say how to get it
     monkeypatch.setenv("APACE_NOISY_ASR", str(base))
-    assert locate_noisy_asr(AUTO, ear) == found
+    from_env = locate_noisy_asr(AUTO, ear)
+    assert from_env is not None and (from_env.path, from_env.origin) == (base, "env")
     monkeypatch.setenv("APACE_NOISY_ASR", "off")
     assert locate_noisy_asr(AUTO, ear) is None
     monkeypatch.delenv("APACE_NOISY_ASR")

@@ -11,7 +11,7 @@ import signal
 import ssl
 from collections.abc import AsyncIterator
 
-from app.runtime import Settings, build_engine
+from app.runtime import Settings, build_engine, chosen_models
 from app.security.access import AccessPolicy, is_wildcard, lan_address
 from app.server import ServerOptions
 from app.transports.wyoming.info import ProgramNames
@@ -29,8 +29,10 @@ def program_names(settings: Settings, located: dict[str, Located], engine: Engin
         if choice and choice in TIERS:
             return choice
         found = located.get(kind)
-        if found is None or found.source.startswith("embedded"):
+        if found is None:
             return default
+        if found.tier is not None:
+            return found.tier
         return found.path.stem if found.path.is_file() else found.path.name
 
     models = settings.models
@@ -63,8 +65,9 @@ async def wyoming_running(engine: Engine, names: ProgramNames, options: WyomingO
 async def run_wyoming(settings: Settings, options: WyomingOptions, *,
                       zeroconf: str | None = None) -> None:
     """`apace wyoming`: load and warm the models, serve until SIGINT/SIGTERM."""
+    located = chosen_models(settings)
     print("apace: loading models ...", flush=True)
-    engine, located = await asyncio.to_thread(build_engine, settings)
+    engine, located = await asyncio.to_thread(build_engine, settings, located)
     try:
         await engine.warm()
         async with wyoming_running(engine, program_names(settings, located, engine), options,
@@ -82,10 +85,11 @@ async def serve_with_wyoming(
     """`apace serve --wyoming PORT`: app.serve.serve, with the Wyoming server beside it."""
     from app.serve import serve_engine, use_loopback_candidates
 
+    located = chosen_models(settings)
     if loopback:
         use_loopback_candidates()
     print("apace: loading models ...", flush=True)
-    engine, located = await asyncio.to_thread(build_engine, settings)
+    engine, located = await asyncio.to_thread(build_engine, settings, located)
     try:
         await engine.warm()
         async with wyoming_running(engine, program_names(settings, located, engine), wyoming,

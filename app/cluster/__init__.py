@@ -1,0 +1,1 @@
+"""Many machines behind one address (`apace cluster`, Ray): docs/cluster.md."""
