@@ -176,3 +176,33 @@ async def test_a_turn_not_understood_keeps_the_result_before_it(workers: Workers
     conv, _ = chat(workers, ["What is 12 times 7?", "M-m-m-champ.", "Plus five."],
                    responder=CallsFirst(["unused"]))
     assert await turns(conv, 3) == ["12 times 7 is 84.", NOT_CAUGHT, "84 plus 5 is 89."]
+
+
+class CallsUnlessPlain(FakeResponder):
+    """A tool-calling LLM that answers every question with a call to the clock unless told
+    not to call (the 0.5B's habit with a short question)."""
+
+    tools = True
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        if plain or user.startswith("Who"):
+            yield from super().reply(history, user, draft, plain)
+            return
+        self.users.append(user)
+        self.histories.append(list(history))
+        yield from ["<tools> <function", ' name="current_time"> </function> </tools>']
+
+
+async def test_a_call_the_follow_up_does_not_support_is_answered_in_words_with_the_exchange(
+    workers: Workers,
+) -> None:
+    """"When was he born?" answered with a call to the clock: not believed (no time words),
+    so the LLM answers in words, and reads the exchange it follows when it does."""
+    conv, responder = chat(workers, ["Who wrote Romeo and Juliet?", "When was he born?"],
+                           responder=CallsUnlessPlain(["Shakespeare, in 1564."]))
+    replies = await turns(conv, 2)
+    assert replies[1] == "Shakespeare, in 1564." and conv.turns[1].skill is None
+    assert responder.plain[-1] and responder.users[-1] == "When was he born?"
+    assert responder.histories[-1] == [Message("user", "Who wrote Romeo and Juliet?"),
+                                       Message("assistant", "Shakespeare, in 1564.")]
