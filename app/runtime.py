@@ -159,6 +159,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     from pipeline.skills.hush import HushSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
+    from pipeline.skills.refusals import RefusalFollowUp
     from pipeline.skills.social import SocialSkill
     from pipeline.skills.spell import SpellSkill
 
@@ -167,5 +168,5 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
     skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(),
-                           convert, SpellSkill(), OfflineSkill()]
+                           convert, SpellSkill(), RefusalFollowUp(), OfflineSkill()]
     return skills, store

@@ -30,9 +30,10 @@ class LastResult:
 
     skill: str
     """Who answered: a skill's name, or "llm"."""
-    kind: Literal["number", "quantity", "day", "topic"]
+    kind: Literal["number", "quantity", "day", "refusal", "topic"]
     topic: str = ""
-    """What was asked, as the answer echoed it ("12 times 7"; the transcript for "topic")."""
+    """What was asked, as the answer echoed it ("12 times 7"; the transcript for "topic";
+    the refusal said, for "refusal")."""
     value: float | None = None
     """The answer's number (84; 6.21 for 10 kilometers in miles), unrounded."""
     unit: str | None = None

@@ -20,6 +20,8 @@ from pipeline.skills.convert import ConvertSkill
 from pipeline.skills.days import DayFollowUp
 from pipeline.skills.hush import HushSkill
 from pipeline.skills.math import MathSkill
+from pipeline.skills.offline import OfflineSkill
+from pipeline.skills.refusals import RefusalFollowUp
 from pipeline.skills.social import SocialSkill
 from pipeline.speaker import Speaker
 from pipeline.vad import Endpointer
@@ -46,7 +48,8 @@ def chat(workers: Workers, transcripts: Sequence[str], reply: Sequence[str] = ("
     models = workers.models(FakeTranscriber(*transcripts), responder, FakeSynthesizer())
     timers = Timers()
     skills = default_skills(timers=timers, store=None, extra=[
-        HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(), ConvertSkill()])
+        HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(), ConvertSkill(),
+        RefusalFollowUp(), OfflineSkill()])
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
     conv = Conversation(models, Speaker(), options, skills=skills, timers=timers)
     conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)  # every frame sent is speech
@@ -154,6 +157,16 @@ async def test_a_speculation_the_user_talked_on_from_leaves_no_result(workers: W
         await mic.send(False, ENDPOINT_FRAMES)
         await mic.play_until(lambda: len(conv.turns) == 2)
     assert conv.turns[1].reply == "84 plus 1 is 85."
+
+
+async def test_and_tomorrow_after_a_weather_refusal_is_refused_without_the_llm(
+    workers: Workers,
+) -> None:
+    conv, responder = chat(workers, ["What's the weather like?", "And tomorrow?"])
+    replies = await turns(conv, 2)
+    assert replies[1] == ("I can't check the weather for tomorrow either: "
+                          "I work offline, with no internet.")
+    assert conv.turns[1].skill == "offline" and responder.users == []
 
 
 class CallsFirst(FakeResponder):

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pipeline.quality import is_echo
+from pipeline.quality import is_echo, is_refusal, is_repeat
 from pipeline.skills import LastResult, SkillContext, Skills, Timers, default_skills
 from pipeline.skills.clock import ClockSkill
 from pipeline.skills.convert import ConvertSkill
@@ -16,6 +16,7 @@ from pipeline.skills.days import DayFollowUp
 from pipeline.skills.hush import HushSkill
 from pipeline.skills.math import MathSkill
 from pipeline.skills.offline import OfflineSkill
+from pipeline.skills.refusals import RefusalFollowUp
 from pipeline.skills.social import SocialSkill
 from pipeline.skills.spell import SpellSkill
 
@@ -26,7 +27,7 @@ def server_skills() -> Skills:
     """The order `app.runtime.stateless_skills` gives them, after the timers."""
     return default_skills(timers=Timers(), store=None, extra=[
         HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(), ConvertSkill(),
-        SpellSkill(), OfflineSkill()])
+        SpellSkill(), RefusalFollowUp(), OfflineSkill()])
 
 
 def talk(*transcripts: str) -> list[str | None]:
@@ -155,3 +156,34 @@ def test_a_follow_up_on_an_llm_topic_is_left_to_the_llm(follow_up: str) -> None:
 def test_the_question_back_is_not_an_echo_of_the_follow_up(follow_up: str) -> None:
     [asked] = talk(follow_up)
     assert asked is not None and not is_echo(asked, follow_up)
+
+
+WEATHER = "What's the weather like today?"
+
+
+@pytest.mark.parametrize(("follow_up", "refused"), [
+    ("And tomorrow?", "I can't check the weather for tomorrow either: I work offline, with no internet."),
+    ("What about the weekend?",
+     "I can't check the weather for the weekend either: I work offline, with no internet."),
+    ("And in Paris?", "I can't check the weather in Paris either: I work offline, with no internet."),
+])
+def test_a_follow_up_on_a_refusal_is_refused_in_its_own_words(follow_up: str, refused: str) -> None:
+    first, second = talk(WEATHER, follow_up)
+    assert second == refused
+    assert first is not None and is_refusal(second) and not is_repeat(second, [first])
+
+
+def test_refusals_follow_one_another_from_the_first() -> None:
+    assert talk(WEATHER, "And tomorrow?", "And in Paris?")[2] == (
+        "I can't check the weather in Paris either: I work offline, with no internet.")
+
+
+@pytest.mark.parametrize(("first", "follow_up"), [
+    (WEATHER, "What about you?"), (WEATHER, "Tomorrow?"), ("What is 12 times 7?", "And tomorrow?"),
+    ("Who wrote Romeo and Juliet?", "And in Paris?"),
+])
+def test_a_refusal_follow_up_needs_a_refusal_and_a_time_or_place_after_and(
+    first: str, follow_up: str,
+) -> None:
+    assert talk(first, follow_up)[1] is None
+    assert talk(follow_up) == [None]
