@@ -72,7 +72,8 @@ class SkillContext:
     transcript: str = ""
     """The words as transcribed, before `normalise` (a list skill reads its commas)."""
     previous: str = ""
-    """The assistant's last reply (a small-talk skill does not say the same thing twice)."""
+    """The assistant's last reply, as heard (small talk does not say the same thing twice;
+    the clock still reads "Today is …" from it). A follow-up's referent is `last`."""
     last: LastResult | None = None
     """What the last finished turn answered (None: nothing yet, or nothing to refer to)."""
 
