@@ -21,10 +21,11 @@ _FROM_TODAY = {"today": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorr
 _FROM_LAST = {"the day after": 1, "the day after that": 1, "the next day": 1,
               "the following day": 1, "the day before": -1, "the day before that": -1,
               "the previous day": -1, "the week after": 7, "a week later": 7}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WHEN = "|".join(sorted([*_FROM_TODAY, *_FROM_LAST], key=len, reverse=True))
 _FOLLOW_UP = re.compile(
     r"(?:(?:what |how )?about |so |then )?(?:what(?:'s| is| was| will be) |what day is )?"
-    rf"(?P<when>{_WHEN})(?: then)?")
+    rf"(?:(?P<when>{_WHEN})|(?P<next>next |this )?(?P<weekday>{'|'.join(_WEEKDAYS)}))(?: then)?")
 
 
 def day_result(kind: str, m: re.Match[str], now: datetime) -> LastResult | None:
@@ -51,9 +52,14 @@ class DayFollowUp:
         m = _FOLLOW_UP.fullmatch(core(text))
         if m is None:
             return None
-        when, today = m["when"], ctx.now.date()
-        day = (today + timedelta(days=_FROM_TODAY[when]) if when in _FROM_TODAY
-               else last.day + timedelta(days=_FROM_LAST[when]))
+        when, today = m["when"] or m[0], ctx.now.date()
+        if m["weekday"]:  # the coming one, as the clock counts "next Friday"
+            ahead = (_WEEKDAYS.index(m["weekday"]) - today.weekday()) % 7
+            day = today + timedelta(days=7 if ahead == 0 and m["next"] == "next " else ahead)
+        elif when in _FROM_TODAY:
+            day = today + timedelta(days=_FROM_TODAY[when])
+        else:
+            day = last.day + timedelta(days=_FROM_LAST[when])
         return SkillReply(text=say_day(day, today), skill=self.name,
                           result=LastResult(skill=self.name, kind="day", topic=when, day=day))
 

@@ -135,8 +135,11 @@ _REFERENT = "@"
 _THAT = re.compile(r"\b(?:that|it|the answer|the result|this)\b")
 _IT = r"(?:that|it|this|the answer|the result)"
 _VERBS = [(re.compile(pattern), template) for pattern, template in (
-    (rf"^(?:add|plus) (?P<x>.+?)(?: (?:to|on|onto) {_IT})?$", "@ plus {x}"),
-    (rf"^(?:subtract|take away|take) (?P<x>.+?)(?: (?:from|off) {_IT})?$", "@ minus {x}"),
+    (rf"^(?:subtract|take) {_IT} (?:away )?from (?P<x>.+)$", "{x} minus @"),
+    (rf"^divide (?P<x>.+?) by {_IT}$", "{x} divided by @"),
+    (rf"^(?:add|plus) (?:another )?(?P<x>.+?)(?: more)?(?: (?:to|on|onto) {_IT})?$", "@ plus {x}"),
+    (rf"^(?:subtract|take away|take) (?:another )?(?P<x>.+?)(?: more)?(?: (?:from|off) {_IT})?$",
+     "@ minus {x}"),
     (rf"^multiply(?: {_IT})? by (?P<x>.+)$", "@ times {x}"),
     (rf"^divide(?: {_IT})? by (?P<x>.+)$", "@ divided by {x}"),
     (rf"^double {_IT}$", "@ times 2"),
@@ -152,10 +155,15 @@ gone) goes on from the last answer; a leading minus only before a lone number ("
 5": "minus 5 plus 3" is a sum of its own). Not "over" nor "x" ("what's over 9000")."""
 
 
+_THEN = re.compile(r"^(?:now|then|next|and then)\s+")
+"""How a follow-up starts that `core` leaves ("now add 5", "then minus 4")."""
+
+
 def _follow_up(said: str, has_referent: bool) -> str | None:
     """`said` with `_REFERENT` for the last answer, when it works on one: "add 5 to that"
     → "@ plus 5", "that divided by 4" → "@ divided by 4", "plus 5" → "@ plus 5". None:
     not a follow-up. One reference at most ("that times that" is not one)."""
+    said = _THEN.sub("", said)
     for pattern, template in _VERBS:
         if m := pattern.match(said):
             return template.format(x=m.groupdict().get("x", ""), verb=said.split()[0])

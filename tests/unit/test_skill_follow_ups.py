@@ -54,6 +54,14 @@ def talk(*transcripts: str) -> list[str | None]:
     ("Double it.", "84 times 2 is 168."),
     ("What's half of that?", "Half of 84 is 42."),
     ("And squared?", "84 squared is 7056."),
+    ("Now add another five.", "84 plus 5 is 89."),
+    ("Add 5 more.", "84 plus 5 is 89."),
+    ("And then divide it by 2.", "84 divided by 2 is 42."),
+    ("Then minus 4.", "84 minus 4 is 80."),
+    ("Take that away from 100.", "100 minus 84 is 16."),
+    ("Divide 168 by that.", "168 divided by 84 is 2."),
+    ("What's 10% of that?", "10 percent of 84 is 8.4."),
+    ("What's the square root of that?", "The square root of 84 is about 9.17."),
 ])
 def test_a_sum_goes_on_from_the_last_answer(follow_up: str, spoken: str) -> None:
     assert talk("What is 12 times 7?", follow_up) == ["12 times 7 is 84.", spoken]
@@ -131,6 +139,8 @@ def test_another_kind_of_unit_after_a_conversion_is_not_a_follow_up() -> None:
       "The day after tomorrow is Sunday, December 6th, 2026."]),
     ("What's the date?", ["And tomorrow?"], ["Tomorrow is Saturday, December 5th, 2026."]),
     ("What's the date?", ["And yesterday?"], ["Yesterday was Thursday, December 3rd, 2026."]),
+    ("What's the date?", ["And next Friday?"], ["In 7 days it will be Friday, December 11th, 2026."]),
+    ("What's the date?", ["What about Monday?"], ["In 3 days it will be Monday, December 7th, 2026."]),
     ("What day is it today?", ["And the day after?", "And the day after that?"],
      ["Tomorrow is Saturday, December 5th, 2026.",
       "The day after tomorrow is Sunday, December 6th, 2026."]),
