@@ -168,9 +168,11 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
+    from pipeline.skills.days import DayFollowUp
     from pipeline.skills.hush import HushSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
+    from pipeline.skills.refusals import RefusalFollowUp
     from pipeline.skills.social import SocialSkill
     from pipeline.skills.spell import SpellSkill
 
@@ -178,6 +180,6 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     store = ListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
-    skills: list[Skill] = [HushSkill(), SocialSkill(), ClockSkill(), MathSkill(), convert, SpellSkill(),
-                           OfflineSkill()]
+    skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(),
+                           convert, SpellSkill(), RefusalFollowUp(), OfflineSkill()]
     return skills, store

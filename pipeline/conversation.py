@@ -42,7 +42,7 @@ from pipeline.quality import turn_flags
 from pipeline.rehearing import Rehearing
 from pipeline.reply import NOT_CAUGHT, Models, Reply
 from pipeline.room import Room
-from pipeline.skills import SkillContext, SkillReply, Skills, Timers
+from pipeline.skills import LastResult, SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.talk_over import TalkOver
@@ -83,6 +83,9 @@ class Conversation:
         self.emit = emit or _ignore
         self.on_turn = on_turn
         self.history: list[Message] = []
+        self.last_result: LastResult | None = None
+        """What the last finished turn answered: a follow-up's referent ("add five to
+        that"). Set only in `_finish`, so a speculation the user talked on from leaves it."""
         self.turns: list[Turn] = []
         self.speculation = SpeculationStats()
         self.stats = stats or EngineStats()
@@ -251,7 +254,7 @@ class Conversation:
         assert self.skills is not None
         context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
                                owner=self.options.owner, transcript=transcript,
-                               previous=self._last_reply())
+                               previous=self._last_reply(), last=self.last_result)
         return self.skills.answer(transcript, context)
 
     def _last_reply(self) -> str:
@@ -361,6 +364,8 @@ class Conversation:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""),
                          Message("assistant", heard, interrupted=left_out)]
+        if heard and reply.text.strip() != NOT_CAUGHT:  # else the referent stands: asked again
+            self.last_result = _result_of(reply)
         if self._group is not None:  # read the next prompt's start while the user is silent
             self._prefill = self._group.create_task(self._prefill_next(self.llm_history()))
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
@@ -376,3 +381,10 @@ class Conversation:
             self.on_turn(turn)
         if self._reply is reply:
             self._reply = None
+
+
+def _result_of(reply: Reply) -> LastResult | None:
+    """What a finished turn leaves for a follow-up: its skill's result, or the LLM's topic."""
+    if reply.skill is not None:
+        return reply.skill.result
+    return LastResult(skill="llm", kind="topic", topic=reply.transcript or "")

@@ -1,6 +1,6 @@
 """Deterministic skills: timers, lists, and the router that picks one for a transcript."""
 
-from pipeline.skills.base import Skill, SkillContext, SkillReply, normalise
+from pipeline.skills.base import LastResult, Skill, SkillContext, SkillReply, normalise
 from pipeline.skills.lists import (
     ListSkill,
     ListStore,
@@ -12,6 +12,7 @@ from pipeline.skills.router import Skills, default_skills
 from pipeline.skills.timers import Timer, Timers, TimerSkill, ring_text
 
 __all__ = [
+    "LastResult",
     "ListSkill",
     "ListStore",
     "ListStoreError",

@@ -4,7 +4,9 @@ A skill answers a transcript deterministically (patterns over normalised text, n
 or declines with None. Its reply is a template the TTS speaks as is. A reply may carry an
 `action`: the side effect (start a timer, add to a list) applied only when the turn is
 committed — a speculative reply for a transcript the user then continued must change
-nothing — and at most once.
+nothing — and at most once. It may also carry a `result` (`LastResult`): what the answer
+was, which the conversation keeps once the turn is done so that a follow-up ("add five to
+that", "and in feet?", "and tomorrow?") can work on it; a speculation never sets it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,35 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Protocol
+from datetime import date, datetime
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastResult:
+    """What the last finished turn answered, for a follow-up that refers to it.
+
+    Set by the skill that answered (its reply's `result`), kept by the conversation once
+    the turn is done; an LLM turn leaves a "topic" (its words reach the LLM through the
+    history, not here). A follow-up reads only the kind it can work on, so "add five to
+    that" after a date, or "and in feet?" after a sum, is not taken as one.
+    """
+
+    skill: str
+    """Who answered: a skill's name, or "llm"."""
+    kind: Literal["number", "quantity", "day", "refusal", "topic"]
+    topic: str = ""
+    """What was asked, as the answer echoed it ("12 times 7"; the transcript for "topic";
+    the refusal said, for "refusal")."""
+    value: float | None = None
+    """The answer's number (84; 6.21 for 10 kilometers in miles), unrounded."""
+    unit: str | None = None
+    """The answer's unit: pint's name for a quantity, the currency of a sum in money."""
+    asked: float | None = None
+    """A conversion's amount as asked (10), in `asked_unit` (pint's "kilometer")."""
+    asked_unit: str | None = None
+    day: date | None = None
+    """The day a date answer was about."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +55,8 @@ class SkillReply:
     action: Callable[[], None] | None = field(default=None, compare=False)
     refusal: bool = False
     """An honest "I cannot do that" (offline-only requests)."""
+    result: LastResult | None = None
+    """What this answer was, for a follow-up (None: nothing a follow-up can refer to)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +72,10 @@ class SkillContext:
     transcript: str = ""
     """The words as transcribed, before `normalise` (a list skill reads its commas)."""
     previous: str = ""
-    """The assistant's last reply: "and what is that divided by four?" reads its number."""
+    """The assistant's last reply, as heard (small talk does not say the same thing twice;
+    the clock still reads "Today is …" from it). A follow-up's referent is `last`."""
+    last: LastResult | None = None
+    """What the last finished turn answered (None: nothing yet, or nothing to refer to)."""
 
 
 class Skill(Protocol):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.days import day_result
 from pipeline.skills.phrasing import core, digits
 from pipeline.skills.soundalike import sounds_like
 from pipeline.skills.speech import ordinal
@@ -107,13 +108,15 @@ class ClockSkill:
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = digits(core(text))
         if (m := _FOLLOW_UP.fullmatch(request)) and _ABOUT_A_DAY.match(ctx.previous):
-            return SkillReply(text=_relative(m, ctx.now), skill=self.name)
+            return SkillReply(text=_relative(m, ctx.now), skill=self.name,
+                              result=day_result("relative", m, ctx.now))
         for pattern, kind in _PATTERNS:
             m = pattern.fullmatch(request)
             if m is not None:
                 reply = _REPLIES[kind](m, ctx.now)
                 if reply is not None:
-                    return SkillReply(text=reply, skill=self.name)
+                    return SkillReply(text=reply, skill=self.name,
+                                      result=day_result(kind, m, ctx.now))
         return None
 
 

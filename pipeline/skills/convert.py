@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.base import LastResult, SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
 from pipeline.skills.soundalike import sound_key, sounds_like
 from pipeline.skills.speech import say_estimate, say_number
@@ -154,15 +154,53 @@ class ConvertSkill:
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _GLUED.sub(" ", digits(_ASK.sub("", core(text))).replace("°", " degrees "))
         request = " ".join(request.split())
+        if ctx.last is not None and ctx.last.kind == "quantity":
+            if (again := _follow_up(request, ctx.last)) is not None:
+                return self._said(*again)
         m = _FORWARD.match(request) or _BACKWARD.match(request)
         if m is None:
             misheard = _misheard(request)
-            return None if misheard is None else SkillReply(text=_reply(*misheard), skill=self.name)
+            return None if misheard is None else self._said(*misheard)
         amount = _amount(m["n"])
         units = _units(m["src"], m["dst"])
         if amount is None or units is None:
             return None
-        return SkillReply(text=_reply(amount, *units), skill=self.name)
+        return self._said(amount, *units)
+
+    def _said(self, amount: float, src: Unit, dst: Unit) -> SkillReply:
+        text, value = _reply(amount, src, dst)
+        result = None if value is None else LastResult(
+            skill=self.name, kind="quantity", topic=f"{say_number(amount)} {src.many} in {dst.many}",
+            value=value, unit=dst.pint, asked=amount, asked_unit=src.pint)
+        return SkillReply(text=text, skill=self.name, result=result)
+
+
+_AGAIN_IN = re.compile(
+    rf"^(?:(?:what |how )?about |and )?(?:(?:in|into|to|as) )?{_unit_group('dst')}"
+    r"(?: then| instead)?$"
+    rf"|^how (?:many|much) {_unit_group('dst2')}(?: is| would)? (?:that|it)(?: be)?$"
+    rf"|^(?:that|it) (?:in|to|into) {_unit_group('dst3')}$")
+_AGAIN_WITH = re.compile(rf"^(?:(?:what |how )?about |and )?{_QTY}(?: {_unit_group('src')})?$")
+
+
+def _follow_up(request: str, last: LastResult) -> tuple[float, Unit, Unit] | None:
+    """A follow-up on the last conversion: "and in feet?" (what was asked, in another
+    unit), "what about 20 kilometers?" (another amount, to the same unit; to the first
+    unit if it is said in the second), "what about 20?" (in the unit asked before)."""
+    was_src, was_dst = _BY_PINT.get(last.asked_unit or ""), _BY_PINT.get(last.unit or "")
+    if last.asked is None or was_src is None or was_dst is None:
+        return None
+    if m := _AGAIN_IN.match(request):
+        dst = _lookup(m["dst"] or m["dst2"] or m["dst3"])
+        return None if dst is None or dst == was_src else (last.asked, was_src, dst)
+    m = _AGAIN_WITH.match(request)
+    if m is None or (m["src"] is None and not re.search(r"\d", m["n"])):
+        return None  # "and the" is nothing; "what about half" is not a number
+    amount = _amount(m["n"])
+    src = was_src if m["src"] is None else _lookup(m["src"])
+    if amount is None or src is None or src.measures != was_dst.measures:
+        return None  # another kind of thing: not this conversion again
+    return amount, src, was_src if src == was_dst else was_dst
 
 
 def _amount(said: str | None) -> float | None:
@@ -172,6 +210,9 @@ def _amount(said: str | None) -> float | None:
     if said.startswith(("a quarter", "3 quarters", "half", "a half")):
         return _FRACTION_WORDS[" ".join(said.split()[:2]) if said[0] in "a3" else "half"]
     return parse_number(said.replace("- ", "-"))
+
+
+_BY_PINT = {unit.pint: unit for unit in UNITS}
 
 
 @functools.cache
@@ -271,21 +312,22 @@ def _other_scale(unit: Unit) -> Unit | None:
     return _lookup(other) if other else None
 
 
-def _reply(amount: float, src: Unit, dst: Unit) -> str:
-    """The spoken conversion, or why there is none."""
+def _reply(amount: float, src: Unit, dst: Unit) -> tuple[str, float | None]:
+    """The spoken conversion and its value, or why there is none (and no value)."""
     if {src.measures, dst.measures} == {"volume", "weight"}:
-        return f"I can't convert {src.many} to {dst.many}: it depends on what you're measuring."
+        return f"I can't convert {src.many} to {dst.many}: it depends on what you're measuring.", None
     if src.measures != dst.measures:
         return (f"I can't convert {src.many} to {dst.many}: {src.many} measure "
-                f"{_MEASURE_WORDS[src.measures]} and {dst.many} measure {_MEASURE_WORDS[dst.measures]}.")
+                f"{_MEASURE_WORDS[src.measures]} and {dst.many} measure "
+                f"{_MEASURE_WORDS[dst.measures]}."), None
     if amount < 0 and src.measures != _TEMPERATURE:
-        return f"A {_MEASURE_WORDS[src.measures]} can't be negative."
+        return f"A {_MEASURE_WORDS[src.measures]} can't be negative.", None
     ureg = registry()
     value = float(ureg.Quantity(amount, src.pint).to(dst.pint).magnitude)
     exact = math.isclose(value, round(value, 2), rel_tol=1e-9, abs_tol=1e-9)
     said = say_number(value) if exact else say_estimate(value)
     question = _quantity(say_number(amount), src)
-    return f"{question[0].upper()}{question[1:]} is {_quantity(said, dst)}."
+    return f"{question[0].upper()}{question[1:]} is {_quantity(said, dst)}.", value
 
 
 def _quantity(number: str, unit: Unit) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from num2words import num2words
 from simpleeval import SimpleEval
 
-from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.base import LastResult, SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
 from pipeline.skills.speech import say_number
 
@@ -45,6 +45,7 @@ _TOKEN = re.compile(
     r"|(?P<frac_top>an?|\d+)\s+(?P<frac_den>halve?s?|quarters?|\d+(?:st|nd|rd|th)s?)\s+of"
     r"|(?P<half>half)\s+of"
     r"|(?P<root>(?:the\s+)?(?:square|cube)\s+root\s+(?:of|on|at))"
+    r"|(?P<last>@)"
     rf"|(?:an?\s+)?(?P<num>{_NUM})(?:\s+and\s+(?P<num_frac>a half|a quarter|3 quarters))?"
     r"|point\s+(?P<point>\d+)"
     r"|(?P<plus>plus|\+)"
@@ -79,6 +80,8 @@ class _Sum:
     operators: int = 0
     open_roots: int = 0
     currency: str | None = None
+    referent: tuple[str, str, str | None] | None = None
+    """The last answer, for `_REFERENT` in the request: Python, spoken, currency."""
 
     def number(self, value: str, spoken: str) -> None:
         self.python.append(value + ")" * self.open_roots)
@@ -93,31 +96,106 @@ class _Sum:
 
 
 class MathSkill:
-    """Spoken arithmetic: + - * /, powers, roots, percentages, fractions of a number."""
+    """Spoken arithmetic: + - * /, powers, roots, percentages, fractions of a number; and
+    a follow-up on the last answer ("add five to that", "and divided by two?")."""
 
     name = "math"
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _ASK_TAIL.sub("", _ASK.sub("", core(text)))
-        request = _follow_up(request, ctx.previous)
         said = _SYMBOL.sub(r" \1 ", digits(request)).strip()
-        parsed = _parse(said) or _misheard_lead(said)
-        reply = _reply(parsed) if parsed is not None else None
-        return SkillReply(text=reply, skill=self.name) if reply is not None else None
+        referent = _referent(ctx.last)
+        if (follow := _follow_up(said, referent is not None)) is not None:
+            if referent is None:
+                return self._ask_back(follow, ctx)
+            said = follow
+        parsed = _parse(said, referent) or _misheard_lead(said)
+        if parsed is None:
+            return None
+        reply = _reply(parsed)
+        if reply is None:
+            return None
+        text, value = reply
+        result = None if value is None else LastResult(
+            skill=self.name, kind="number", topic=" ".join(parsed.spoken), value=value,
+            unit=parsed.currency)
+        return SkillReply(text=text, skill=self.name, result=result)
+
+    def _ask_back(self, follow: str, ctx: SkillContext) -> SkillReply | None:
+        """"Add 5 to which number?": a sum on "that" with nothing said before it. After
+        an answer that was not a number (the LLM's, a date), the LLM reads the words."""
+        parsed = _parse(follow, ("0", _REFERENT, None))
+        if ctx.last is not None or parsed is None:
+            return None
+        return SkillReply(text=_what(parsed), skill=self.name)
 
 
+_REFERENT = "@"
+"""Stands for the last answer in a request (`_follow_up`); `_TOKEN` reads it."""
 _THAT = re.compile(r"\b(?:that|it|the answer|the result|this)\b")
-_LAST_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?)(?!.*\d)")
+_IT = r"(?:that|it|this|the answer|the result)"
+_VERBS = [(re.compile(pattern), template) for pattern, template in (
+    (rf"^(?:subtract|take) {_IT} (?:away )?from (?P<x>.+)$", "{x} minus @"),
+    (rf"^divide (?P<x>.+?) by {_IT}$", "{x} divided by @"),
+    (rf"^(?:add|plus) (?:another )?(?P<x>.+?)(?: more)?(?: (?:to|on|onto) {_IT})?$", "@ plus {x}"),
+    (rf"^(?:subtract|take away|take) (?:another )?(?P<x>.+?)(?: more)?(?: (?:from|off) {_IT})?$",
+     "@ minus {x}"),
+    (rf"^multiply(?: {_IT})? by (?P<x>.+)$", "@ times {x}"),
+    (rf"^divide(?: {_IT})? by (?P<x>.+)$", "@ divided by {x}"),
+    (rf"^double {_IT}$", "@ times 2"),
+    (rf"^(?:halve|half) {_IT}$", "@ divided by 2"),
+    (rf"^(?:square|cube) {_IT}$", "@ {verb}d"),
+    (rf"^{_IT} (?P<x>(?:squared|cubed))$", "@ {x}"),
+)]
+_LEADING_OPERATOR = re.compile(
+    r"^(?:plus|times|multiplied by|divided by|to the power|raised to|squared|cubed)\b"
+    r"|^(?:minus|take away) \d+(?:\.\d+)?$")
+"""A sum that starts with an operator word ("plus 5", "and divided by 2": the "and" is
+gone) goes on from the last answer; a leading minus only before a lone number ("minus
+5": "minus 5 plus 3" is a sum of its own). Not "over" nor "x" ("what's over 9000")."""
 
 
-def _follow_up(request: str, previous: str) -> str:
-    """"that divided by 4" after "12 times 12 is 144." → "144 divided by 4": a reference
-    to the last answer takes the last number the assistant said. Only one reference, and
-    only when the last reply had a number; otherwise the words stay (and decline)."""
-    if len(_THAT.findall(request)) != 1 or not (m := _LAST_NUMBER.search(
-            previous.replace(",", ""))):
-        return request
-    return _THAT.sub(m[1], request)
+_THEN = re.compile(r"^(?:now|then|next|and then)\s+")
+"""How a follow-up starts that `core` leaves ("now add 5", "then minus 4")."""
+
+
+def _follow_up(said: str, has_referent: bool) -> str | None:
+    """`said` with `_REFERENT` for the last answer, when it works on one: "add 5 to that"
+    → "@ plus 5", "that divided by 4" → "@ divided by 4", "plus 5" → "@ plus 5". None:
+    not a follow-up. One reference at most ("that times that" is not one)."""
+    said = _THEN.sub("", said)
+    for pattern, template in _VERBS:
+        if m := pattern.match(said):
+            return template.format(x=m.groupdict().get("x", ""), verb=said.split()[0])
+    if len(_THAT.findall(said)) == 1:
+        return _THAT.sub(_REFERENT, said)
+    if _LEADING_OPERATOR.match(said) and (has_referent or not said.startswith(("minus", "-"))):
+        return f"{_REFERENT} {said}"
+    return None
+
+
+def _referent(last: LastResult | None) -> tuple[str, str, str | None] | None:
+    """The last answer as `_Sum.referent` wants it: Python, how it was said, currency."""
+    if last is None or last.kind != "number" or last.value is None:
+        return None
+    return repr(last.value), say_number(last.value).removeprefix("about "), last.unit
+
+
+def _what(total: _Sum) -> str:
+    """The question back for a follow-up with nothing to follow: "Add 5 to which number?"."""
+    spoken = total.spoken
+    rest = " ".join(spoken[2:])
+    if len(spoken) > 2 and spoken[0] == _REFERENT and (op := spoken[1]) in _ASK_BACK:
+        return f"{_ASK_BACK[op].format(rest=rest)} {_NO_ANSWER}"
+    return f"Which number? {_NO_ANSWER}"
+
+
+_ASK_BACK = {"plus": "Add {rest} to which number?", "minus": "Take {rest} away from which number?",
+             "times": "Multiply which number by {rest}?",
+             "divided by": "Divide which number by {rest}?"}
+_NO_ANSWER = "I have no earlier answer to work on."
+"""Said after the question back, and not only to explain it: "Add 5 to what?" alone was
+scored an echo of "add 5 to that" (pipeline.quality.is_echo)."""
 
 
 _LEAD_WORD = re.compile(r"^[a-z']+ (?=\d)")
@@ -131,9 +209,10 @@ def _misheard_lead(text: str) -> _Sum | None:
     return _parse(text[m.end():]) if m is not None else None
 
 
-def _parse(text: str) -> _Sum | None:
-    """The sum `text` says, or None if any word is not arithmetic or nothing is computed."""
-    total = _Sum([], [])
+def _parse(text: str, referent: tuple[str, str, str | None] | None = None) -> _Sum | None:
+    """The sum `text` says, or None if any word is not arithmetic or nothing is computed.
+    `referent`: the last answer, which `_REFERENT` in `text` stands for."""
+    total = _Sum([], [], referent=referent)
     pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -157,6 +236,8 @@ def _add(total: _Sum, kind: str, m: re.Match[str]) -> bool:
             value = repr(float(value) + _NUM_FRACTIONS[m["num_frac"]])
             spoken = f"{m['num']} and {m['num_frac'].replace('3 ', 'three ')}"
         total.number(value, spoken)
+    elif kind == "last":
+        return _last(total)
     elif kind in _BINARY:
         total.operator(*_BINARY[kind])
     elif kind == "nth":
@@ -208,6 +289,15 @@ def _currency(total: _Sum, word: str) -> bool:
     return True
 
 
+def _last(total: _Sum) -> bool:
+    """The last answer as a number of the sum (in its currency, if it had one)."""
+    if total.referent is None:
+        return False
+    python, spoken, currency = total.referent
+    total.number(python, spoken)
+    return currency is None or _currency(total, currency)
+
+
 def _power(base: float, exponent: float) -> float:
     if abs(exponent) > MAX_EXPONENT:
         raise _TooBig
@@ -221,25 +311,26 @@ _OPERATORS: dict[type, Callable[..., float]] = {
 _FUNCTIONS = {"sqrt": math.sqrt, "cbrt": math.cbrt}
 
 
-def _reply(total: _Sum) -> str | None:
-    """The spoken answer, or the reason there is none (÷0, too big, not real); None
-    when the words do not make a sum after all ("5 5", "plus 3 times")."""
+def _reply(total: _Sum) -> tuple[str, float | None] | None:
+    """The spoken answer and its value, or the reason there is none (÷0, too big, not
+    real) and no value; None when the words do not make a sum after all ("5 5", "plus 3
+    times")."""
     evaluator = SimpleEval(operators=_OPERATORS, functions=_FUNCTIONS, names={})
     try:
         value = float(evaluator.eval(" ".join(total.python)))
         if not abs(value) <= MAX_MAGNITUDE:
             raise _TooBig
     except ZeroDivisionError:
-        return "That's undefined: you can't divide by zero."
+        return "That's undefined: you can't divide by zero.", None
     except (_TooBig, OverflowError):
-        return "That number is too big for me to say."
+        return "That number is too big for me to say.", None
     except ValueError:
-        return "That has no answer in real numbers."
+        return "That has no answer in real numbers.", None
     except SyntaxError:
         return None
     question = " ".join(total.spoken)
     answer = _money(value, total.currency) if total.currency else say_number(value)
-    return f"{question[0].upper()}{question[1:]} is {answer}."
+    return f"{question[0].upper()}{question[1:]} is {answer}.", value
 
 
 def _money(value: float, unit: str) -> str:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pipeline.skills.base import Skill, SkillContext, SkillReply, normalise
+from pipeline.skills.base import LastResult, Skill, SkillContext, SkillReply, normalise
 from pipeline.skills.lists import ListSkill, ListStore
 from pipeline.skills.timers import Timers, TimerSkill
 
@@ -46,6 +46,9 @@ class Skills:
                 log.exception("skill %s failed on %r; skipped", skill.name, text)
                 continue
             if reply is not None:
+                if reply.refusal and reply.result is None:  # "and tomorrow?" is refused too
+                    reply = replace(reply, result=LastResult(
+                        skill=reply.skill, kind="refusal", topic=reply.text))
                 if reply.action is None:
                     return reply
                 return replace(reply, action=_once(reply.action, skill.name))

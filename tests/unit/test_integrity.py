@@ -49,6 +49,16 @@ def test_the_prompt_keeps_only_the_newest_exchanges() -> None:
     assert prompt_history(history, IntegrityOptions(max_exchanges=0)) == []
 
 
+@pytest.mark.parametrize("exchanges", range(1, 13))
+def test_a_follow_up_always_reads_the_exchange_it_follows(exchanges: int) -> None:
+    """"When was he born?" after "Who wrote Romeo and Juliet?": however far the window has
+    moved, the exchange just before is in the prompt, whole and last."""
+    history = [m for i in range(exchanges - 1) for m in exchange(f"q{i}", f"a{i}")]
+    history += exchange("Who wrote Romeo and Juliet?", "William Shakespeare wrote it.")
+    kept = prompt_history(history, IntegrityOptions())
+    assert kept[-2:] == exchange("Who wrote Romeo and Juliet?", "William Shakespeare wrote it.")
+
+
 @pytest.mark.parametrize("most", [1, 2, 3, 4, 6])
 def test_the_history_window_moves_in_steps_of_half_its_size(most: int) -> None:
     """Between ceil(most/2) and `most` exchanges are kept, the newest always; the window's

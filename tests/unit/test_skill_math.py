@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline.skills.base import SkillContext, normalise
+from pipeline.skills.base import LastResult, SkillContext, normalise
 from pipeline.skills.math import MathSkill
 from pipeline.skills.speech import counted, ordinal, say_estimate, say_number
 
@@ -151,13 +151,17 @@ def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
 
 
 def test_a_follow_up_about_that_uses_the_number_of_the_last_answer() -> None:
-    previous = "12 times 12 is 144."
+    last = SKILL.answer(normalise("12 times 12"), CTX)
+    assert last is not None and last.result is not None and last.result.value == 144
     reply = MathSkill().answer(normalise("And what is that divided by four?"),
-                               replace(CTX, previous=previous))
+                               replace(CTX, last=last.result))
     assert reply is not None and reply.text == "144 divided by 4 is 36."
 
 
-def test_a_reference_with_no_number_before_it_is_not_arithmetic() -> None:
+def test_a_reference_after_an_answer_that_was_not_a_number_is_not_arithmetic() -> None:
+    """"That" after the LLM's answer (no number the conversation kept) is the LLM's to read,
+    even when its words held a number."""
+    topic = LastResult(skill="llm", kind="topic", topic="How tall is the Eiffel Tower?")
     reply = MathSkill().answer(normalise("What is that divided by four?"),
-                               replace(CTX, previous="Paris is the capital of France."))
+                               replace(CTX, previous="It is 330 meters tall.", last=topic))
     assert reply is None
