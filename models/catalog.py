@@ -183,8 +183,8 @@ PREFERRED: dict[TierKind, tuple[str, ...]] = {
 model: the first tier of its kind that is on this box (pulled, or embedded), in this order —
 the order `make run` follows. The order is by what fits a 2-core CPU within the latency
 budget, best answers first: the 0.5B is the best-scoring LLM whose client TTFA p50 stays
-under 800 ms there (662 ms, 90.5 % right, against SmolLM2's 541 ms, 89.3 %: docs/quality.md)
-; the 1.5B answers best (95.2 %) but takes 966 ms p50 and ~2 s p95 on 2 cores, so it
+under 800 ms there (662 ms, 90.5 % right, against SmolLM2's 541 ms, 89.3 %: docs/quality.md);
+the 1.5B answers best (95.2 %) but takes 966 ms p50 and ~2 s p95 on 2 cores, so it
 is never chosen by itself: name it (`--llm qwen2.5-coder-1.5b`, or in the config file) on a
 bigger box or a GPU (`--llm-gpu-layers -1`). The ear: tiny.en, embedded, scored no worse on
 clean speech than base (90.5 against 88.1 % right, TTFA p50 662 against 1130 ms: the

@@ -238,11 +238,15 @@ def _fill(outcome: TurnOutcome, spec: TurnSpec, mark: _Mark, next_start: float,
         outcome.score = failed(outcome.score, "cut off, not by the user")
     if spec.no_event and spec.no_event in outcome.events:
         outcome.score = failed(outcome.score, f"unexpected {spec.no_event} event")
-    server_ms = last.get("timeline_ms", {}).get("ttfa_server")
+    outcome.timeline_ms = dict(last.get("timeline_ms") or {})
+    outcome.done_logprob = last.get("done_logprob")
+    server_ms = outcome.timeline_ms.get("ttfa_server")
     outcome.ttfa_server_ms = server_ms
     # The first audible audio after the server sent this reply: a timer's chime played
     # before it is not the reply.
     end_t = last.get("speech_end_t")
+    if end_t is not None:
+        outcome.speech_end_lag_ms = round((end_t - mark.speech_end) * 1000, 1)
     sent = end_t + server_ms / 1000 if end_t is not None and server_ms is not None else 0.0
     heard = client.received.first_audible_after(max(sent, mark.speech_end))
     if heard is not None and heard < next_start:

@@ -40,6 +40,13 @@ class TurnOutcome:
     interrupted: bool = False
     ttfa_client_ms: float | None = None
     ttfa_server_ms: float | None = None
+    timeline_ms: dict[str, float] = field(default_factory=dict)
+    """The server's stamps for the reply (ms from the server's own speech end)."""
+    speech_end_lag_ms: float | None = None
+    """How late the server's speech end came after the true end of the user's speech
+    (the client's): a wait the server's own timeline cannot see."""
+    done_logprob: float | None = None
+    """The turn detector's verdict on the transcript (None: not asked)."""
     events: list[str] = field(default_factory=list)
     """Data-channel events seen during the turn besides "turn" (timers, timer_fired, barge_in, ...)."""
 
@@ -54,14 +61,28 @@ class QualityResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+USEFUL_MS = 1000.0
+"""A reply is useful when it is right and its first audio is heard within this long of the
+end of the user's speech, on the client's clock."""
+
+
 def _pct(part: int, whole: int) -> float | None:
     return round(100 * part / whole, 1) if whole else None
+
+
+def useful(turn: TurnOutcome) -> bool:
+    """Right, and heard in time (DESIGN: a fast wrong answer is a failure, a slow right one
+    is not useful)."""
+    return bool(turn.score.right) and turn.ttfa_client_ms is not None \
+        and turn.ttfa_client_ms <= USEFUL_MS
 
 
 def _right(turns: list[TurnOutcome]) -> dict[str, Any]:
     scored = [t for t in turns if t.score.right is not None]
     right = sum(bool(t.score.right) for t in scored)
-    return {"scored": len(scored), "right": right, "right_pct": _pct(right, len(scored))}
+    ok = sum(useful(t) for t in scored)
+    return {"scored": len(scored), "right": right, "right_pct": _pct(right, len(scored)),
+            "useful": ok, "useful_pct": _pct(ok, len(scored))}
 
 
 def _median(values: list[float]) -> float | None:
@@ -125,7 +146,8 @@ def _cell(value: float | None, width: int, digits: int = 1) -> str:
 
 def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
     """The report's table: one line per configuration."""
-    lines = [f"{'config':<16}{'turns':>6}{'right%':>8}{'held-out%':>10}{'repeats':>8}"
+    lines = [f"{'config':<16}{'turns':>6}{'useful%':>8}{'held-out':>9}{'right%':>8}"
+             f"{'held-out%':>10}{'repeats':>8}"
              f"{'echoes':>7}{'refusals':>9}{'spoken s':>9}{'sentences':>10}"
              f"{'TTFA client p50/p95':>21}{'server p50':>11}{'right p50':>10}"]
     for name, s in summaries.items():
@@ -134,13 +156,15 @@ def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
         ttfa = f"{client['p50']:.0f}/{client['p95']:.0f}" if client else "-"
         refusals = f"{s['refusals_ok']}/{s['refusals_due']}"
         lines.append(
-            f"{name:<16}{s['turns']:>6}{_cell(s['right_pct'], 8)}"
+            f"{name:<16}{s['turns']:>6}{_cell(s['useful_pct'], 8)}"
+            f"{_cell(s['held_out']['useful_pct'], 9)}{_cell(s['right_pct'], 8)}"
             f"{_cell(s['held_out']['right_pct'], 10)}{s['repeats']:>8}{s['echoes']:>7}"
             f"{refusals:>9}{_cell(s['spoken_s_p50'], 9)}"
             f"{_cell(s['sentences_p50'], 10)}{ttfa:>21}{_cell(server.get('p50'), 11, 0)}"
             f"{_cell(right.get('p50'), 10, 0)}")
     lines.append("")
-    lines.append(f"{'who answered':<24}{'turns':>6}{'right%':>8}{'TTFA client p50/p95':>21}")
+    lines.append(f"{'who answered':<24}{'turns':>6}{'useful%':>8}{'right%':>8}"
+                 f"{'TTFA client p50/p95':>21}")
     for name, s in summaries.items():
         for who in ("by_skill", "by_llm"):
             part = s.get(who)
@@ -149,7 +173,8 @@ def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
             client = part.get("ttfa_client", {})
             ttfa = f"{client['p50']:.0f}/{client['p95']:.0f}" if client else "-"
             label = f"{who.removeprefix('by_')}: {name}"
-            lines.append(f"{label:<24}{part['turns']:>6}{_cell(part.get('right_pct'), 8)}{ttfa:>21}")
+            lines.append(f"{label:<24}{part['turns']:>6}{_cell(part.get('useful_pct'), 8)}"
+                         f"{_cell(part.get('right_pct'), 8)}{ttfa:>21}")
     return lines
 
 
@@ -166,6 +191,26 @@ def wrong_turns(result: QualityResult, width: int = 60) -> list[str]:
     return lines
 
 
+_STAGES = ("endpoint", "asr_final", "ttft", "first_clause", "ttfa_server")
+
+
+def slow_turns(result: QualityResult, limit_ms: float = USEFUL_MS) -> list[str]:
+    """One line per reply heard later than `limit_ms`: where its time went. Stamps are ms
+    from the server's speech end; `lag` is how late that came after the true end."""
+    lines = []
+    for t in result.turns:
+        if t.ttfa_client_ms is None or t.ttfa_client_ms <= limit_ms:
+            continue
+        stamps = " ".join(f"{name}={t.timeline_ms[name]:.0f}" for name in _STAGES
+                          if t.timeline_ms.get(name) is not None)
+        lag = f"{t.speech_end_lag_ms:.0f}" if t.speech_end_lag_ms is not None else "-"
+        verdict = f"{t.done_logprob:.1f}" if t.done_logprob is not None else "-"
+        who = t.skill or "llm"
+        lines.append(f"  {t.ttfa_client_ms:>6.0f} ms {t.conversation}#{t.turn} ({who}, "
+                     f"verdict {verdict}): lag={lag} {stamps}")
+    return lines
+
+
 def report(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]:
     """Print the table (and each configuration's wrong turns); write the JSON and the PNG."""
     summaries = save(results, out)
@@ -174,6 +219,10 @@ def report(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]
         count = sum(t.score.right is False for t in result.turns)
         print(f"\n{result.name}: {count} of {len(result.turns)} turns wrong")
         print("\n".join(wrong + [f"  error: {e}" for e in result.errors]))
+        if slow := slow_turns(result):
+            print(f"{result.name}: {len(slow)} replies heard after {USEFUL_MS:.0f} ms "
+                  "(server stamps, ms from its speech end)")
+            print("\n".join(slow))
     print()
     print("\n".join(table(summaries)))
     _chart(summaries, out / PNG_NAME)

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from app.bench.quality import parse_compare
-from app.bench.quality_report import QualityResult, TurnOutcome, report, summarise, table
+from app.bench.quality_report import (
+    QualityResult,
+    TurnOutcome,
+    report,
+    slow_turns,
+    summarise,
+    table,
+    useful,
+)
 from pipeline.quality import TurnScore
 
 
@@ -40,8 +48,10 @@ def _result() -> QualityResult:
 def test_summary_counts_right_over_turns_with_a_rule_and_held_out_apart() -> None:
     s = summarise(_result())
     assert s["turns"] == 7 and s["scored"] == 6 and s["right"] == 3 and s["right_pct"] == 50.0
-    assert s["held_out"] == {"scored": 2, "right": 1, "right_pct": 50.0}
-    assert s["tuned"] == {"scored": 4, "right": 2, "right_pct": 50.0}
+    assert s["held_out"] == {"scored": 2, "right": 1, "right_pct": 50.0, "useful": 1,
+                             "useful_pct": 50.0}
+    assert s["tuned"] == {"scored": 4, "right": 2, "right_pct": 50.0, "useful": 2,
+                          "useful_pct": 50.0}
     assert (s["repeats"], s["echoes"], s["no_reply"], s["skill_turns"]) == (1, 1, 1, 1)
     assert (s["refusals_ok"], s["refusals_due"], s["false_refusals"]) == (1, 2, 1)
     assert s["spoken_s_p50"] == 2.0  # the turn without a reply does not count
@@ -55,7 +65,8 @@ def test_a_configuration_with_no_scored_turns_reports_dashes() -> None:
     s = summarise(QualityResult("empty", []))
     assert s["right_pct"] is None and "ttfa_client" not in s
     row = table({"empty": s})[1]
-    assert row.split() == ["empty", "0", "-", "-", "0", "0", "0/0", "-", "-", "-", "-", "-"]
+    assert row.split() == ["empty", "0", "-", "-", "-", "-", "0", "0", "0/0", "-", "-", "-", "-",
+                           "-"]
 
 
 def test_report_prints_a_row_per_config_and_the_wrong_turns_and_writes_json_and_png(
@@ -66,8 +77,11 @@ def test_report_prints_a_row_per_config_and_the_wrong_turns_and_writes_json_and_
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("default ", "qwen0.5 "))}
-    assert rows["default"][:7] == ["default", "7", "50.0", "50.0", "1", "1", "1/2"]
-    assert rows["qwen0.5"][:3] == ["qwen0.5", "2", "100.0"] and "1100/1190" in rows["qwen0.5"]
+    assert rows["default"][:9] == ["default", "7", "50.0", "50.0", "50.0", "50.0", "1", "1", "1/2"]
+    # Both right, but only the first was heard within a second: useful 50 %, right 100 %.
+    assert rows["qwen0.5"][:5] == ["qwen0.5", "2", "50.0", "-", "100.0"]
+    assert "1100/1190" in rows["qwen0.5"]
+    assert "qwen0.5: 1 replies heard after 1000 ms" in out
     assert "default: 3 of 7 turns wrong" in out
     assert "wrong c#1 'What is the capital of France?' → 'Paris.': no accepted answer" in out
     assert "error: 'x': ConnectionError" in out
@@ -90,3 +104,22 @@ def test_the_report_splits_turns_by_who_answered(tmp_path: Path) -> None:
     skill, llm = summary["by_skill"], summary["by_llm"]
     assert skill["turns"] + llm["turns"] == summary["turns"]
     assert skill["turns"] == sum(t.skill is not None for t in _result().turns)
+
+
+def test_a_turn_is_useful_only_when_right_and_heard_within_a_second() -> None:
+    assert useful(_turn(True, ttfa=1000))
+    assert not useful(_turn(True, ttfa=1001))
+    assert not useful(_turn(False, ttfa=300))
+    assert not useful(_turn(True, ttfa=None))
+    assert not useful(_turn(None, ttfa=300))
+
+
+def test_a_slow_turn_shows_where_its_time_went() -> None:
+    slow = _turn(True, ttfa=1400)
+    slow.timeline_ms = {"endpoint": 1000.0, "asr_final": 150.0, "first_clause": 800.0,
+                        "ttfa_server": 1100.0}
+    slow.speech_end_lag_ms = 80.0
+    slow.done_logprob = -3.25
+    lines = slow_turns(QualityResult("r", [], turns=[_turn(True, ttfa=900), slow]))
+    assert lines == ["    1400 ms c#1 (llm, verdict -3.2): lag=80 endpoint=1000 asr_final=150 "
+                     "first_clause=800 ttfa_server=1100"]
