@@ -100,6 +100,10 @@ LEVERS: tuple[Lever, ...] = (
            help="wait for the endpoint before starting the reply"),
     Switch(name="adaptive-endpoint", flag="--fixed-endpoint", sets={"conversation.endpoint": None},
            help="always wait --endpoint-ms of silence (no adaptive endpointing)"),
+    Switch(name="early-verdict", flag="--late-verdict",
+           sets={"conversation.early_verdict": False},
+           help="the turn detector judges a turn once the reply's first clause is written,"
+           " not before the LLM reads it (a later endpoint)"),
     Switch(name="turn-detector", flag="--no-turn-detector", sets={"engine.turn_detector": False},
            help="end turns on punctuation alone (no end-of-turn model)"),
     Setting(name="asr-window", flag="--asr-window", metavar="S", type=int, sets="asr.windows_s",

@@ -227,7 +227,7 @@ class Conversation:
                       find_draft=self._draft, clause_options=self.options.clauses,
                       integrity=self.options.integrity,
                       answer_skill=self._answer_skill if self.skills is not None else None,
-                      on_action=self._acted)
+                      on_action=self._acted, early_verdict=self.options.early_verdict)
         if speculative:
             for stats in self.speculation_stats():
                 stats.started += 1

@@ -54,6 +54,10 @@ class ConversationOptions:
     """Telling the user from the room: its noise, background talk, our own echo."""
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
+    early_verdict: bool = True
+    """The turn detector judges a speculative transcript before the LLM reads it, so the
+    endpoint of a finished turn comes ~0.3 s after the speech (False: once the reply's
+    first clause is written, as before; docs/latency.md)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
     """How reply text is cut for TTS (first clause early: docs/latency.md)."""
     partial_interval_s: float | None = 1.0

@@ -24,7 +24,7 @@ from pipeline.reply import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 from pipeline.vad import Endpointer, VadOptions
-from pipeline.workers import ModelWorker
+from pipeline.workers import CpuLock, ModelWorker
 
 VOICE = np.full(FRAME_SAMPLES, 3000, np.int16)
 """A frame the test classifier calls speech (any non-zero sample)."""
@@ -166,8 +166,8 @@ class Workers:
     def __init__(self) -> None:
         self.all: list[ModelWorker] = []
 
-    def __call__(self, name: str) -> ModelWorker:
-        worker = ModelWorker(name)
+    def __call__(self, name: str, cpu: CpuLock | None = None) -> ModelWorker:
+        worker = ModelWorker(name, cpu)
         self.all.append(worker)
         return worker
 
@@ -177,9 +177,11 @@ class Workers:
         responder: FakeResponder,
         synthesizer: FakeSynthesizer,
         detector: FakeDetector | None = None,
+        cpu: CpuLock | None = None,
     ) -> Models:
-        return Models(transcriber, self("asr"), responder, self("llm"), synthesizer, self("tts"),
-                      detector, self("turn") if detector is not None else None)
+        """`cpu`: the workers take turns on it, as the product's do (None: they don't)."""
+        return Models(transcriber, self("asr", cpu), responder, self("llm", cpu), synthesizer,
+                      self("tts", cpu), detector, self("turn", cpu) if detector is not None else None)
 
     def close(self) -> None:
         for worker in self.all:
@@ -205,6 +207,7 @@ def conversation(
     endpoint: EndpointOptions | None = None,
     partial_interval_s: float | None = None,
     prefill_captions: bool = True,
+    early_verdict: bool = True,
 ) -> tuple[Conversation, list[ConversationEvent]]:
     """A conversation whose endpointer calls any non-zero frame speech, and its events.
 
@@ -214,7 +217,7 @@ def conversation(
     options = ConversationOptions(vad=TEST_VAD, speculate=speculate, barge_in_ms=barge_in_ms,
                                   hold_ms=hold_ms, held_barge_in_ms=held_barge_in_ms,
                                   endpoint=endpoint, partial_interval_s=partial_interval_s,
-                                  prefill_captions=prefill_captions)
+                                  prefill_captions=prefill_captions, early_verdict=early_verdict)
     conv = Conversation(models, speaker, options, emit=events.append)
     conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)
     return conv, events

@@ -12,8 +12,10 @@ from models.turn_detector import LlamaTurnDetector
 from pipeline.conversation_events import Transcript
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import Pcm
+from pipeline.reply import Models
 from pipeline.speaker import Speaker
 from pipeline.turn_detector import normalise
+from pipeline.workers import CpuLock
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,
@@ -152,13 +154,9 @@ async def test_punctuation_alone_does_not_end_the_turn_while_the_verdict_is_pend
     assert conv.turns[0].transcript == "Can you tell me a joke?"
 
 
-@pytest.mark.timeout(10)
-async def test_the_detector_is_asked_once_clause_one_is_written_and_its_audio_waits_for_it(
-    workers: Workers,
-) -> None:
-    """The detector runs once clause 1 is written, not before (it would hold up the LLM),
-    and clause 1's audio is made after its verdict: meanwhile nothing else starts."""
-    order: list[str] = []
+def _ordered_models(workers: Workers, order: list[str], pieces: list[str]) -> Models:
+    """Models that log, in order, each LLM token, each audio chunk and the detector's
+    question and verdict."""
 
     class Responder(FakeResponder):
         def reply(self, history: Any, user: str, draft: str | None = None) -> Iterator[str]:
@@ -179,24 +177,52 @@ async def test_the_detector_is_asked_once_clause_one_is_written_and_its_audio_wa
             order.append("verdict")
             return verdict
 
+    return workers.models(FakeTranscriber("What is the capital of Spain?"),
+                          Responder(pieces, delay_s=0.01), Synthesizer(delay_s=0.01),
+                          Detector({"What is the capital of Spain?": -3.0}, delay_s=0.2),
+                          cpu=CpuLock())
+
+
+async def _ordered_turn(workers: Workers, *, early_verdict: bool) -> tuple[list[str], list[str]]:
+    order: list[str] = []
     pieces = ["Madrid", " is", " the", " capital.", " It", " is", " big."]
-    models = workers.models(FakeTranscriber("What is the capital of Spain?"),
-                            Responder(pieces, delay_s=0.01), Synthesizer(delay_s=0.01),
-                            Detector({"What is the capital of Spain?": -3.0}, delay_s=0.2))
-    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
-        complete_ms=100, statement_ms=300, trailing_ms=600))
+    models = _ordered_models(workers, order, pieces)
+    conv, _ = conversation(models, Speaker(), early_verdict=early_verdict,
+                           endpoint=EndpointOptions(complete_ms=100, statement_ms=300,
+                                                    trailing_ms=600))
     async with Mic(conv) as mic:
         await mic.send(True, 10)
         await mic.send(False, ONSET_FRAMES)
         await until(lambda: "verdict" in order, what="the verdict")
         await mic.send(False, 100 // 20)
         await mic.play_until(lambda: len(conv.turns) == 1)
+    assert order.count("token") == len(pieces) and order.count("audio") == 7
+    assert conv.turns[0].reply == "".join(pieces)
+    return order, pieces
+
+
+@pytest.mark.timeout(10)
+async def test_the_detector_is_asked_before_the_llm_reads_and_clause_one_waits_for_it(
+    workers: Workers,
+) -> None:
+    """By default the verdict comes first, so a finished turn's endpoint need not wait for
+    the LLM's first clause; clause 1's audio is still made only after the verdict."""
+    order, _ = await _ordered_turn(workers, early_verdict=True)
+    assert order[:2] == ["asked", "verdict"]  # before any token, the LLM waiting its turn
+    assert order.index("verdict") < order.index("audio")
+
+
+@pytest.mark.timeout(10)
+async def test_a_late_verdict_is_asked_once_clause_one_is_written_and_its_audio_waits(
+    workers: Workers,
+) -> None:
+    """--late-verdict: the detector runs once clause 1 is written, and clause 1's audio is
+    made after its verdict: meanwhile nothing else starts."""
+    order, _ = await _ordered_turn(workers, early_verdict=False)
     asked = order.index("asked")
     assert order[:asked].count("token") >= 4 and "audio" not in order[:asked]  # clause 1 first
     meanwhile = order[asked + 1 : order.index("verdict")]
     assert "audio" not in meanwhile and meanwhile.count("token") <= 1  # (one in flight)
-    assert order.count("token") == len(pieces) and order.count("audio") == 7  # then the rest
-    assert conv.turns[0].reply == "".join(pieces)
 
 
 @pytest.mark.timeout(10)

@@ -57,6 +57,7 @@ BEFORE: dict[tuple[str, ...], dict[str, object]] = {
     ("--vad-floor-db", "0"): {"conversation.vad.speech_floor_db": 0.0},
     ("--no-speculate",): {"conversation.speculate": False},
     ("--fixed-endpoint",): {"conversation.endpoint": None},
+    ("--late-verdict",): {"conversation.early_verdict": False},
     ("--no-turn-detector",): {"engine.turn_detector": False},
     ("--asr-window", "30"): {"asr.windows_s": (30,)},
     ("--no-kv-reuse",): {"llm.reuse_kv": False},
@@ -100,6 +101,7 @@ ABLATED_BEFORE = {  # app/bench/latency.py's LEVERS before the table (4ac3a52)
     "captions": ["--no-captions"],
     "caption-prefill": ["--no-caption-prefill"],
     "cpu-turns": ["--no-cpu-turns"],
+    "early-verdict": ["--late-verdict"],
 }
 
 
