@@ -137,13 +137,3 @@ def drop_repeats(text: str) -> str:
 def _key(sentence: str) -> str:
     return " ".join(re.findall(r"[a-z0-9']+", sentence.lower()))
 
-
-class FixedTranscript:
-    """A transcriber that hears `text` whatever the audio: a turn given as text
-    (Conversation.start_turn)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
-        return self.text

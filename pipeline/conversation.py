@@ -12,7 +12,6 @@ The transport pops the Speaker's frames at its own pace. History keeps what was 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
@@ -20,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.asr import FixedTranscript
 from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
@@ -102,6 +100,13 @@ class Conversation:
         self.talk_over = TalkOver(self)
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
+        self._spoken = True
+
+    def speak_replies(self, spoken: bool) -> None:
+        """Whether replies are spoken (the default) or text only: no TTS job, no audio —
+        for a client that asked for text (Realtime's output_modalities ["text"], Wyoming's
+        handle). From the next reply on."""
+        self._spoken = spoken
 
     @property
     def busy(self) -> bool:
@@ -217,13 +222,13 @@ class Conversation:
             return
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
-        models = (self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
-                  if text is None else
-                  dataclasses.replace(self.models, transcriber=FixedTranscript(text), ear=None))
-        if models.ear is not None and models.ear is models.noisy_ear:
+        # Typed words are the transcript: the reply never waits on the ASR worker.
+        models = self.models if text is not None else self.models.for_room(
+            self.room is not None and self.room.noisy_ear(now()))
+        if text is None and models.ear is not None and models.ear is models.noisy_ear:
             self.stats.noisy_ear_replies += 1
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
-                      self.emit, speculative=speculative,
+                      self.emit, speculative=speculative, transcript=text, spoken=self._spoken,
                       find_draft=self._draft, clause_options=self.options.clauses,
                       integrity=self.options.integrity,
                       answer_skill=self._answer_skill if self.skills is not None else None,
@@ -266,8 +271,11 @@ class Conversation:
             self.bell.changed()
 
     async def _say(self, text: str) -> Any:
-        """`text` in the reply voice, as one piece of audio (a timer's spoken line)."""
+        """`text` in the reply voice, as one piece of audio (a timer's spoken line; none
+        when replies are text only: the ring is shown, TimerFired carries its words)."""
         models = self.models
+        if not self._spoken:
+            return np.zeros(0, np.int16)
         chunks = await models.tts_worker.run(
             lambda: list(models.synthesizer.synthesize(text)), priority=Priority.CONFIRMED)
         return np.concatenate(chunks) if chunks else np.zeros(0, np.int16)

@@ -98,10 +98,14 @@ class Reply:
     """Called after a skill's action ran (the turn was committed)."""
     early_verdict: bool = True
     """Ask the turn detector as soon as the transcript is in (ConversationOptions)."""
+    spoken: bool = True
+    """False: the reply is text only (a client that asked for no audio): no TTS job is
+    queued and no audio made; each clause counts as heard once it is written."""
     skill: SkillReply | None = None
     copies: int = 0
     """Replies thrown away because they copied an earlier one (then regenerated)."""
     transcript: str | None = None
+    """Heard from `audio` by the ASR worker; given (a typed turn): no ASR job at all."""
     done_logprob: float | None = None
     """The turn detector's verdict on the transcript (speculative replies only)."""
     judging: bool = False
@@ -184,8 +188,8 @@ class Reply:
         Cancel-safe: cancelling stops the model work at its next item; queued audio stays
         in the speaker for the caller to clear.
         """
-        models = self.models
-        self.transcript = await models.hear(self.audio, self.priority)
+        if self.transcript is None:  # typed words are never queued on the ASR worker
+            self.transcript = await self.models.hear(self.audio, self.priority)
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
         self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
@@ -332,7 +336,7 @@ class Reply:
         """Hand clauses to the speaker side; True once the reply's sentence budget (or its
         word budget, at a sentence end) is spent."""
         for clause in made:
-            if not self.timeline.has(FIRST_CLAUSE):
+            if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
                 self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
             self.timeline.stamp(FIRST_CLAUSE)
             clauses.put_nowait(clause)
@@ -347,6 +351,9 @@ class Reply:
         return False
 
     async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        if not self.spoken:
+            await self._write(clauses)
+            return
         while (clause := await clauses.get()) is not None:
             await self._verdict_in.wait()
             spoken = Spoken(clause)
@@ -365,6 +372,14 @@ class Reply:
             if clause.ends_sentence:
                 self._sentence_sent = True
                 self._stamp_ttua()
+        self._generated_all = True
+        self._check_finished()
+
+    async def _write(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        """A text-only reply: every clause is shown as it is written, so it is what was
+        "heard" (an interruption keeps the clauses written by then)."""
+        while (clause := await clauses.get()) is not None:
+            self._spoken.append(Spoken(clause, done=True))
         self._generated_all = True
         self._check_finished()
 

@@ -92,7 +92,7 @@ function renderStats(stats) {
   const spec = e.speculation;
   $("spec-committed").textContent = `${spec.committed} of ${spec.started}`;
   $("spec-cancelled").textContent = String(spec.cancelled);
-  $("spec-wasted").textContent = `${spec.wasted_tokens} tok · ${ms(spec.wasted_ms)}`;
+  $("spec-wasted").textContent = `${spec.wasted_tokens}\u00a0tok · ${ms(spec.wasted_ms)}`;
   $("cache-reply").textContent = cacheText(e.reply_cache);
   $("cache-tts").textContent = cacheText(e.tts_cache);
   $("draft-acceptance").textContent =
@@ -110,7 +110,8 @@ function renderStats(stats) {
 }
 
 function mib(bytes) {
-  return bytes == null ? "–" : `${(bytes / 1048576).toFixed(1)} MiB`;
+  // A no-break space: a long line of them wraps between values, never inside one.
+  return bytes == null ? "–" : `${(bytes / 1048576).toFixed(1)}\u00a0MiB`;
 }
 
 function renderMemory(m) {
@@ -119,7 +120,7 @@ function renderMemory(m) {
   const ids = Object.keys(kv);
   $("memory-kv").textContent = m.llm == null ? "– (a context per session)"
     : ids.length === 0 ? `none held (${mib(m.llm.kv_bytes_reserved)} reserved)`
-      : ids.map((id) => `#${id} ${mib(kv[id])}`).join(" · ");
+      : ids.map((id) => `#${id}\u00a0${mib(kv[id])}`).join("\u00a0· ");
   const steps = m.llm && m.llm.tokens_per_step;
   $("llm-batch").textContent = steps == null ? "–" : steps.toFixed(2);
 }

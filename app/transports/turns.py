@@ -3,7 +3,8 @@ public turn API (`start_turn`, `interrupt`: a client that ends a turn itself, se
 text, or cancels a reply):
 
 - `watch_endpoint`: the endpointer's events, seen by the transport as they happen;
-- `text_only`: a conversation that answers in text (no TTS), for Wyoming's handle;
+- `text_only`: a conversation that answers in text (no TTS job at all), for Wyoming's
+  handle;
 - `cannot_ring`: one whose timers nothing could ring (Wyoming's handle).
 
 Every way in runs the one reply path — skills, LLM, integrity rules, history, barge-in
@@ -12,22 +13,12 @@ bookkeeping — and none calls a model directly.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from pipeline.conversation import Conversation
 from pipeline.events import AudioFrame, Pcm, VadEvent
 from pipeline.room import Room
 from pipeline.vad import Endpointer, VadOptions
-
-
-class SilentSynthesizer:
-    """A synthesizer that makes no audio: replies in text only, no TTS compute spent."""
-
-    voice_id = "silent"
-
-    def synthesize(self, text: str) -> Iterator[Pcm]:
-        return iter(())
 
 
 class WatchedEndpointer(Endpointer):
@@ -57,8 +48,7 @@ def watch_endpoint(conversation: Conversation, on_events: Callable[[list[VadEven
 def text_only(conversation: Conversation) -> None:
     """Replies in text only: no audio is made (Wyoming's handle: Home Assistant speaks the
     reply through its own TTS step)."""
-    conversation.models = dataclasses.replace(conversation.models,
-                                              synthesizer=SilentSynthesizer())
+    conversation.speak_replies(False)
 
 
 def cannot_ring(conversation: Conversation) -> None:

@@ -25,11 +25,15 @@ async def test_client_ttfa_is_the_known_server_delay_plus_transport(synthetic_se
     assert len(result.turns) == 1
     turn = result.turns[0]
     server_ttfa = turn.timeline_ms["ttfa_server"]
-    assert ENDPOINT_MS + ASR_MS <= server_ttfa <= ENDPOINT_MS + ASR_MS + 150, turn.timeline_ms
+    # Measured 504-538 ms (4 runs); the same server gave 433-758 ms in the quality bench's
+    # test on a busy 2-core box. Only the ASR's 200 ms are wall time for sure: the endpoint
+    # counts 300 ms of frames, and frames that arrive bunched pass it sooner.
+    assert ASR_MS <= server_ttfa <= ENDPOINT_MS + ASR_MS + 400, turn.timeline_ms
     assert turn.ttfa_client_ms is not None
     # The client hears it after the server sent it (mic and speaker transport both ways,
-    # a few jitter-buffer packets each), and not absurdly later.
-    assert server_ttfa < turn.ttfa_client_ms < server_ttfa + 500, turn
+    # a few jitter-buffer packets each), and not absurdly later (measured 147-165 ms here,
+    # up to 352 ms in the quality bench's test).
+    assert server_ttfa < turn.ttfa_client_ms < server_ttfa + 800, turn
     # The two transport legs and the server's TTFA tile the client's TTFA (one clock).
     legs = turn.transport_ms
     assert 0 < legs["mic_path"] < 300 and 0 < legs["speaker_path"] < 300, legs

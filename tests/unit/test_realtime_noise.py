@@ -22,7 +22,8 @@ class Halve:
 def test_null_noise_reduction_turns_the_servers_suppression_off_and_back_on() -> None:
     room = Room(conditioner=Halve(), stream=Stream(speech_at_once=True))
     posted: list[dict[str, object]] = []
-    session = SimpleNamespace(config=SessionConfig(), conversation=SimpleNamespace(room=room),
+    conversation = SimpleNamespace(room=room, speak_replies=lambda spoken: None)
+    session = SimpleNamespace(config=SessionConfig(), conversation=conversation,
                               post=posted.append, session_object=lambda: {})
     frame = np.full(FRAME_SAMPLES, 1000, np.int16)
     assert (room.condition(frame) == 500).all()

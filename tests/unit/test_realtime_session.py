@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 
 import pytest
 
@@ -146,8 +147,8 @@ async def test_truncate_cuts_what_the_conversation_remembers() -> None:
 
 
 async def test_text_only_output_sends_no_audio() -> None:
-    async with serving(fake_engine(["Hi"], ["Hello."])) as served, \
-            rt_client(served.url) as client:
+    fake = fake_engine(["Hi"], ["Hello."])
+    async with serving(fake) as served, rt_client(served.url) as client:
         await client.send(type="session.update", session={"output_modalities": ["text"]})
         await client.append(speech())
         done = await client.next("response.done")
@@ -155,6 +156,50 @@ async def test_text_only_output_sends_no_audio() -> None:
                                                                "text": "Hello."}
         assert "response.output_audio.delta" not in client.kinds()
         assert "response.output_text.delta" in client.kinds()
+    assert fake.synthesizer.texts == [], "no speech is made for a text-only session"
+
+
+@pytest.mark.parametrize("field", ["output_modalities", "modalities"])
+async def test_a_text_only_session_answers_a_typed_turn_without_making_speech(field: str) -> None:
+    """`modalities` is the beta API's name: both mean the same. The reply is text, and
+    the synthesizer is never called (not merely its audio left unsent)."""
+    fake = fake_engine(reply=["Fine, ", "thanks."])
+    async with serving(fake) as served, rt_client(served.url) as client:
+        await client.send(type="session.update", session={field: ["text"]})
+        assert (await client.next("session.updated"))["session"]["output_modalities"] == ["text"]
+        await client.send(type="conversation.item.create", item={
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "How are you?"}]})
+        await client.send(type="response.create")
+        done = await client.next("response.done", timeout=3)
+        assert done["response"]["status"] == "completed"
+        assert done["response"]["output"][0]["content"] == [{"type": "output_text",
+                                                             "text": "Fine, thanks."}]
+        assert "response.output_audio.delta" not in client.kinds()
+    assert fake.synthesizer.texts == []
+    assert fake.transcriber.calls == []
+
+
+async def test_a_typed_turn_never_waits_on_the_asr_worker() -> None:
+    """A transcription holds the ASR worker (another session's turn, a caption): a typed
+    turn's response still completes meanwhile — its words go to no ASR job."""
+    fake = fake_engine(reply=["Four."])
+    release = threading.Event()
+    async with serving(fake) as served, rt_client(served.url) as client:
+        busy = asyncio.ensure_future(fake.engine.asr_worker.run(release.wait, 10.0))
+        try:
+            await asyncio.sleep(0.02)
+            await client.send(type="conversation.item.create", item={
+                "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "Two plus two?"}]})
+            await client.send(type="response.create")
+            done = await client.next("response.done", timeout=2)
+            assert not busy.done(), "the ASR worker was blocked all along"
+        finally:
+            release.set()
+            await busy
+    assert done["response"]["output"][0]["content"][0]["transcript"] == "Four."
+    assert fake.transcriber.calls == []
 
 
 async def test_the_socket_stays_alive_while_the_context_opens_and_early_audio_counts() -> None:

@@ -5,6 +5,9 @@ each on the Conversation's own reply path."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -12,8 +15,10 @@ import pytest
 from app.transports.turns import text_only, watch_endpoint
 from pipeline.conversation_events import BargeIn, Transcript
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
+from pipeline.reply import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
+from pipeline.workers import ModelWorker
 from tests.fakes import (
     FakeResponder,
     FakeSynthesizer,
@@ -119,3 +124,63 @@ async def test_text_only_makes_no_audio(workers: Workers) -> None:
         await until(lambda: len(conv.turns) == 1)
     assert conv.turns[0].reply == "Fine, thanks." and synthesizer.texts == []
     assert conv.speaker.queued_frames == 0
+
+
+@contextlib.asynccontextmanager
+async def blocked(worker: ModelWorker) -> AsyncIterator[asyncio.Future[bool]]:
+    """`worker` busy with a job that runs until the block ends (a long transcription:
+    another user's turn, a caption)."""
+    release = threading.Event()
+    job = asyncio.ensure_future(worker.run(release.wait, 10.0))
+    await asyncio.sleep(0.02)  # (the job is running in the worker's thread)
+    try:
+        yield job
+    finally:
+        release.set()
+        await job
+
+
+async def test_a_typed_turn_completes_while_the_asr_worker_is_blocked(workers: Workers) -> None:
+    """Typed words are the transcript: no job goes to the ASR worker, so the turn is not
+    queued behind a transcription in progress."""
+    transcriber, responder = FakeTranscriber("never"), FakeResponder(["Four."])
+    models = workers.models(transcriber, responder, FakeSynthesizer())
+    conv, _ = conversation(models, Speaker())
+    async with blocked(models.asr_worker) as job, Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert conv.start_turn(text="Two plus two?")
+        await mic.play_until(lambda: len(conv.turns) == 1, timeout=2.0)
+        assert not job.done(), "the ASR worker was blocked all along"
+    assert conv.turns[0].reply == "Four." and transcriber.calls == []
+
+
+async def test_a_text_only_reply_queues_nothing_on_the_tts_worker(workers: Workers) -> None:
+    """Text only means no speech made at all: not silent audio, not a TTS job — a reply
+    whose TTS worker is blocked still completes, and the synthesizer is never called."""
+    synthesizer = FakeSynthesizer()
+    models: Models = workers.models(FakeTranscriber(), FakeResponder(["Fine, ", "thanks."]),
+                                    synthesizer)
+    conv, _ = conversation(models, Speaker())
+    text_only(conv)
+    async with blocked(models.tts_worker) as job, Mic(conv):
+        await asyncio.sleep(0.01)
+        assert conv.start_turn(text="How are you?")
+        await until(lambda: len(conv.turns) == 1, timeout=2.0)
+        assert not job.done()
+    (turn,) = conv.turns
+    assert (turn.reply, turn.heard, turn.interrupted) == ("Fine, thanks.", "Fine, thanks.", False)
+    assert synthesizer.texts == [] and conv.speaker.queued_frames == 0
+    assert [m.content for m in conv.history] == ["How are you?", "Fine, thanks."]
+
+
+async def test_replies_are_spoken_again_once_asked(workers: Workers) -> None:
+    synthesizer = FakeSynthesizer()
+    conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["Yes."]),
+                                          synthesizer), Speaker())
+    conv.speak_replies(False)
+    conv.speak_replies(True)
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert conv.start_turn(text="Still there?")
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert synthesizer.texts == ["Yes."]

@@ -39,6 +39,8 @@ def dispatch(session: RealtimeSession, data: dict[str, Any]) -> None:
 
 def session_update(session: RealtimeSession, data: dict[str, Any]) -> None:
     session.config = apply_update(session.config, data.get("session"))
+    if session.conversation is not None:  # text only: no speech made, not just not sent
+        session.conversation.speak_replies(session.config.audio_out)
     room = session.conversation.room if session.conversation is not None else None
     if room is not None:  # the client says whether it suppressed noise itself
         room.conditioning = session.config.noise_reduction and room.options.conditioning

@@ -75,8 +75,10 @@ def apply_update(config: SessionConfig, session: object) -> SessionConfig:
     if kind != "realtime":
         raise ClientError(f"session type {kind!r} is not served: apace runs 'realtime' "
                           "sessions", "unsupported_session_type", "session.type")
-    if "output_modalities" in session:
-        config = replace(config, audio_out=_modalities(session["output_modalities"]))
+    # `modalities` is the beta API's name for it (["text", "audio"] or ["text"]).
+    for name in ("modalities", "output_modalities"):
+        if name in session:
+            config = replace(config, audio_out=_modalities(session[name], name))
     if isinstance(session.get("instructions"), str):
         config = replace(config, instructions=session["instructions"][:4000])
     audio = session.get("audio")
@@ -110,13 +112,12 @@ def _noise_reduction(value: object) -> bool:
     return True
 
 
-def _modalities(value: object) -> bool:
+def _modalities(value: object, name: str) -> bool:
     if value == ["audio"] or value == ["audio", "text"] or value == ["text", "audio"]:
         return True
     if value == ["text"]:
         return False
-    raise ClientError("output_modalities must be [\"audio\"] or [\"text\"]",
-                      param="session.output_modalities")
+    raise ClientError(f"{name} must be [\"audio\"] or [\"text\"]", param=f"session.{name}")
 
 
 def _check_format(value: object, param: str) -> None:
