@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from models.intents import load_recognizer
 from models.load import (
     ModelChoice,
     cpu_threads,
@@ -144,7 +145,8 @@ def build_engine(settings: Settings) -> tuple[Engine, dict[str, Located]]:
                     make_room=make_room, cpu=cpu,
                     shared_llm=shared.close if shared is not None else None,
                     llm_memory=shared.memory if shared is not None else None,
-                    noisy_transcriber=noisy_transcriber)
+                    noisy_transcriber=noisy_transcriber,
+                    recognizer=load_recognizer() if options.skills else None)
     if shared is not None:
         shared.draft_stats = engine.stats.draft
     return engine, located

@@ -26,6 +26,7 @@ from pipeline.llm import Responder
 from pipeline.reply import Models
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
+from pipeline.skills.intents import Recognizer
 from pipeline.skills.lists import ListStore
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats
@@ -64,6 +65,7 @@ class Engine:
         shared_llm: Callable[[], None] | None = None,
         llm_memory: Callable[[], dict[str, object]] | None = None,
         noisy_transcriber: Transcriber | None = None,
+        recognizer: Recognizer | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -94,6 +96,8 @@ class Engine:
         """Stateless skills shared by every conversation (None: no skills at all); each
         conversation adds its own timers and the shared list store."""
         self.store = store
+        self.recognizer = recognizer
+        """Home Assistant's intents, asked before the phrase-matching skills (None: those alone)."""
         self.make_room = make_room
         """Each conversation's room gate with its models (None: the pure gate alone)."""
 
@@ -129,7 +133,8 @@ class Engine:
                             self.synthesizer, self.tts_worker, self.detector,
                             self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear)
             timers = Timers() if self.skills is not None else None
-            skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
+            skills = (default_skills(timers=timers, store=self.store, extra=self.skills,
+                                     recognizer=self.recognizer)
                       if timers is not None and self.skills is not None else None)
             room = self.room(stream or Stream())
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,

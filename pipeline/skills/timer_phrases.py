@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from pipeline.skills.soundalike import rhymes_with_wake
+from pipeline.skills.timer_store import Kind
 from pipeline.skills.when import ClockTime, find_clock
 from pipeline.skills.words import Duration, find_duration
-
-Kind = Literal["timer", "alarm", "reminder"]
 
 
 @dataclass(frozen=True, kw_only=True)
