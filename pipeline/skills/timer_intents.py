@@ -57,14 +57,17 @@ class TimerIntents:
             return self._reminder(found, ctx)
         if intent == "HassCancelAllTimers":
             return self._skill.stop(Target(kind="timer", every=True), ctx)
-        if intent == "HassCancelTimer":
-            return self._skill.stop(_target(found), ctx)
-        if intent == "HassTimerStatus":
-            return self._status(_target(found), ctx)
         if intent == "ApaceTimerStatusOther":
             return self._other(ctx)
+        target = _target(found)
+        if target is None:
+            return None
+        if intent == "HassCancelTimer":
+            return self._skill.stop(target, ctx)
+        if intent == "HassTimerStatus":
+            return self._status(target, ctx)
         if intent in _VERBS:
-            return self._change(found, ctx)
+            return self._change(found, target, ctx)
         return None
 
     def _say(self, text: str, action: Callable[[], None] | None = None) -> SkillReply:
@@ -116,14 +119,14 @@ class TimerIntents:
 
         return self._say(" ".join(left_on(t, ctx) for t in timers), remember)
 
-    def _change(self, found: Recognised, ctx: SkillContext) -> SkillReply | None:
+    def _change(self, found: Recognised, target: Target, ctx: SkillContext) -> SkillReply | None:
         verb = _VERBS[found.intent]
         delta = slot_seconds(found) if verb.startswith(("add", "take")) else 0.0
         if delta is None:
             return None
         if verb.startswith("take"):
             delta = -delta
-        picked = self._pick(_target(found), verb)
+        picked = self._pick(target, verb)
         if isinstance(picked, str):
             return self._say(picked)
         if not self._timers.rings:
@@ -178,13 +181,16 @@ class TimerIntents:
         return f"Which one should I {verb}: {names}?"
 
 
-def _target(found: Recognised) -> Target:
-    """Which timer a cancel, status or change means: by name or by its length."""
+def _target(found: Recognised) -> Target | None:
+    """Which timer a cancel, status or change means: by name or by its length (None: the
+    reading makes no sense, "the {duration} timer" with no duration in it)."""
     name = found.text("name")
     seconds = slot_seconds(found, "start_")
     said = found.text("duration")
-    if seconds is None and said and found.intent not in ("HassIncreaseTimer", "HassDecreaseTimer"):
+    if said and found.intent not in ("HassIncreaseTimer", "HassDecreaseTimer"):
         seconds = parse_duration(said)  # apace's "pause the {duration} timer"
+        if seconds is None:
+            return None
     if name is not None and (length := parse_duration(name)) is not None:
         name, seconds = None, length  # "the {name} timer" heard as "the 1 hour timer"
     return Target(kind="timer", name=name, seconds=seconds)
