@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, Protocol
 
 Kind = Literal["timer", "alarm", "reminder"]
 
@@ -36,10 +37,44 @@ class Timer:
     """The length it was set for: "the 10 minute timer" stays that one after "add 5 minutes"."""
     paused_left: float | None = None
     """Seconds left, while paused; None while it runs."""
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Its name in a `Journal`, the same across restarts (`id` is per store)."""
 
     @property
     def paused(self) -> bool:
         return self.paused_left is not None
+
+
+class Journal(Protocol):
+    """Where a store writes its timers down, so that a restart loses none
+    (`models.timer_journal`). Called after each change, outside the store's lock."""
+
+    def keep(self, timers: Iterable[Timer]) -> None:
+        """Write these timers (new or changed) down."""
+        ...
+
+    def drop(self, keys: Iterable[str]) -> None:
+        """These timers rang or were cancelled: forget them."""
+        ...
+
+
+class TimerKeeper(Protocol):
+    """Every owner's written-down timers (`models.timer_journal.TimerJournal`): a live
+    conversation holds its owner's, so that two never ring the same timer."""
+
+    def bound(self, owner: str, holder: str) -> Journal:
+        """Where `holder`'s store writes its timers."""
+        ...
+
+    def adopt(self, owner: str, holder: str, *, monotonic: float, wall: datetime) -> list[Timer]:
+        """`owner`'s timers nobody holds, now `holder`'s, due on the monotonic clock."""
+        ...
+
+    def release(self, holder: str) -> None:
+        """`holder` closed: its timers wait for the owner's next conversation."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class Timers:
@@ -49,11 +84,13 @@ class Timers:
     re-arm its sleep on the new `next_due()`.
     """
 
-    def __init__(self, *, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, *, on_change: Callable[[], None] | None = None,
+                 journal: Journal | None = None) -> None:
         self._timers: dict[int, Timer] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._on_change = on_change
+        self._journal = journal
         self.rings = True
         """False where nothing can ring them (a text-only way in whose client closes the
         exchange after each reply: Wyoming's handle); the skill then says so."""
@@ -74,8 +111,18 @@ class Timers:
                 duration_s=duration_s,
             )
             self._timers[timer.id] = timer
-        self._changed()
+        self._changed(kept=[timer])
         return timer
+
+    def restore(self, timers: Iterable[Timer]) -> list[Timer]:
+        """Take back timers written down before a restart (`Journal`), with ids of this
+        store; their `due` already on this process's monotonic clock."""
+        with self._lock:
+            back = [replace(t, id=next(self._ids)) for t in timers]
+            self._timers.update((t.id, t) for t in back)
+        if back:
+            self._changed()
+        return back
 
     def cancel(self, name: str | None, *, kind: Kind | None = None) -> list[Timer]:
         """Remove the timers called `name` (all when None), of `kind` when given."""
@@ -87,7 +134,7 @@ class Timers:
             for timer in gone:
                 del self._timers[timer.id]
         if gone:
-            self._changed()
+            self._changed(dropped=gone)
         return sorted(gone, key=_order)
 
     def discard(self, ids: list[int]) -> list[Timer]:
@@ -95,7 +142,7 @@ class Timers:
         with self._lock:
             gone = [self._timers.pop(i) for i in ids if i in self._timers]
         if gone:
-            self._changed()
+            self._changed(dropped=gone)
         return gone
 
     def pause(self, ids: list[int], now: float) -> list[Timer]:
@@ -106,7 +153,8 @@ class Timers:
     def resume(self, ids: list[int], now: float) -> list[Timer]:
         """Start paused timers' clocks again from the time they had left."""
         return self._update(ids, lambda t: t if t.paused_left is None else replace(
-            t, due=now + t.paused_left, paused_left=None))
+            t, due=now + t.paused_left, paused_left=None,
+            wall=t.wall + timedelta(seconds=now + t.paused_left - t.due)))
 
     def adjust(self, ids: list[int], seconds: float, now: float) -> list[Timer]:
         """Add `seconds` (take away, when negative) to these timers' time left; one taken
@@ -135,6 +183,8 @@ class Timers:
                          key=_order)
             for timer in due:
                 del self._timers[timer.id]
+        if due and self._journal is not None:
+            self._journal.drop(t.key for t in due)
         return due
 
     @staticmethod
@@ -149,10 +199,15 @@ class Timers:
             for timer in changed:
                 self._timers[timer.id] = timer
         if changed:
-            self._changed()
+            self._changed(kept=changed)
         return changed
 
-    def _changed(self) -> None:
+    def _changed(self, *, kept: Sequence[Timer] = (), dropped: Sequence[Timer] = ()) -> None:
+        if self._journal is not None:
+            if kept:
+                self._journal.keep(kept)
+            if dropped:
+                self._journal.drop(t.key for t in dropped)
         if self._on_change is not None:
             self._on_change()
 
