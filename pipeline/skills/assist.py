@@ -12,6 +12,7 @@ phrase-matching skills get the words.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.intents import Recognised, Recognizer
@@ -29,6 +30,10 @@ PLAIN: Mapping[str, Callable[[Recognised], str | None]] = {
                                                if f.text("item") else None),
 }
 """The request each non-timer intent stands for, as the skill that answers it reads it."""
+
+_KEEPS_WORDS = frozenset({"HassShoppingListAddItem"})
+"""Intents whose skill still reads the words as said: Whisper's commas separate the items
+of "add apples, pears and milk to my list" (the list skill reads `ctx.transcript`)."""
 
 
 class IntentSkill:
@@ -51,5 +56,9 @@ class IntentSkill:
     def _answer(self, found: Recognised, ctx: SkillContext) -> SkillReply | None:
         if (plain := PLAIN.get(found.intent)) is not None:
             request = plain(found)
-            return self._others(request, ctx) if request is not None else None
+            if request is None:
+                return None
+            if found.intent not in _KEEPS_WORDS:
+                ctx = replace(ctx, transcript=request)
+            return self._others(request, ctx)
         return self._timers.answer(found, ctx)

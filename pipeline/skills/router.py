@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 
 
 class Skills:
-    """Asks each skill in order; the first reply wins. Matching is plain regex work
-    (well under a millisecond; a conversion heard with a unit wrong, ~1 ms: soundalike),
-    so it may run on the event loop."""
+    """Asks each skill in order; the first reply wins. Matching is hassil and plain regex
+    work (hassil ~0.5 ms median, ~1 ms p95: docs/intents.md; a conversion heard with a
+    unit wrong, ~1 ms: soundalike), so it may run on the event loop."""
 
     def __init__(self, skills: Sequence[Skill]) -> None:
         self._skills = tuple(skills)

@@ -88,11 +88,14 @@ class TimerIntents:
         return self._skill.start(SetTimer(kind="alarm", clock=clock, prefer_morning=True), ctx)
 
     def _reminder(self, found: Recognised, ctx: SkillContext) -> SkillReply | None:
-        seconds, task = slot_seconds(found), found.text("task")
-        if seconds is None or task is None:
+        task = found.text("task")
+        said = found.text("clock")
+        seconds = None if said else slot_seconds(found)
+        clock = find_clock("at " + said) if said else None
+        if task is None or (seconds is None and clock is None):
             return None
-        return self._skill.start(
-            SetTimer(kind="reminder", seconds=seconds, task=point_of_view(task)), ctx)
+        return self._skill.start(SetTimer(kind="reminder", seconds=seconds, clock=clock,
+                                          task=point_of_view(task)), ctx)
 
     def _status(self, target: Target, ctx: SkillContext) -> SkillReply:
         everything = self._timers.active()

@@ -4,6 +4,7 @@ are really carried out: each test checks the timer store, not just the words."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -32,7 +33,7 @@ def skills(timers: Timers) -> Skills:
 
 def say(router: Skills, transcript: str, later_s: float = 0.0) -> SkillReply:
     """Ask, and commit the turn (run the reply's action), `later_s` after the start."""
-    reply = router.answer(transcript, ctx(later_s))
+    reply = router.answer(transcript, replace(ctx(later_s), transcript=transcript))
     assert reply is not None, transcript
     if reply.action is not None:
         reply.action()
@@ -258,6 +259,17 @@ def test_reminder_from_apace_sentences() -> None:
     assert reply.text == "OK, in 10 minutes I'll remind you to call your mom."
 
 
+@pytest.mark.parametrize("transcript", ["Remind me at 615 pm to call my mom.",
+                                        "remind me to call my mom at 6.15 pm"])
+def test_reminder_at_a_clock_time(transcript: str) -> None:
+    timers = Timers()
+    reply = say(skills(timers), transcript)
+    [reminder] = timers.active()
+    assert (reminder.kind, reminder.label, reminder.wall.strftime("%H:%M")) == \
+        ("reminder", "call your mom", "18:15")
+    assert reply.text == "OK, at 6:15 PM I'll remind you to call your mom."
+
+
 @pytest.mark.parametrize(
     ("transcript", "skill", "text"),
     [
@@ -287,10 +299,11 @@ def test_shopping_list_add_and_complete(tmp_path: object) -> None:
 
     store = ListStore(Path(str(tmp_path)) / "lists.sqlite3")
     router = default_skills(timers=Timers(), store=store, recognizer=load_recognizer())
-    assert say(router, "Add apples to my shopping list.").skill == "list"
-    assert store.items("default", "shopping") == ["apples"]
+    assert say(router, "Add apples, pears and milk to my shopping list.").skill == "list"
+    assert store.items("default", "shopping") == ["apples", "pears", "milk"]
     say(router, "check off apples from my shopping list")
-    assert store.items("default", "shopping") == []
+    say(router, "Check off milk on my shopping list.")
+    assert store.items("default", "shopping") == ["pears"]
 
 
 @pytest.mark.parametrize("transcript", ["What is a timer?", "Tell me a joke about timers.",
