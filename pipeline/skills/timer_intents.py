@@ -23,6 +23,9 @@ _VERBS = {"HassPauseTimer": "pause", "HassUnpauseTimer": "resume",
           "HassIncreaseTimer": "add time to", "HassDecreaseTimer": "take time off"}
 
 
+_MORE = frozenset({"more", "extra", "additional"})
+
+
 def slot_seconds(found: Recognised, prefix: str = "") -> float | None:
     """The duration in a match: HA's {hours}/{minutes}/{seconds} range slots (their
     `start_` forms with `prefix="start_"`), or apace's {duration} wildcard."""
@@ -31,7 +34,8 @@ def slot_seconds(found: Recognised, prefix: str = "") -> float | None:
     if total:
         return total
     said = found.text("duration") if not prefix else None
-    return parse_duration(said) if said else None
+    # "add 5 more minutes": the wildcard holds the "more" said inside the duration.
+    return parse_duration(" ".join(w for w in said.split() if w not in _MORE)) if said else None
 
 
 class TimerIntents:

@@ -250,7 +250,14 @@ def _alarm(text: str) -> Intent | None:
     )
 
 
+_CHANGE = re.compile(r"^(?:add|put|give)\b.*\b(?:to|on|onto) (?:the|my|that|this|it|your)\b")
+"""More time for a running timer ("add 5 more minutes on the timer"), never a new one: the
+intents (timer_intents.py) do that; words they did not recognise are not a set request."""
+
+
 def _timer(text: str) -> Intent | None:
+    if _CHANGE.match(text):
+        return None
     duration = find_duration(text)
     said_as_command = bool(_SET_VERB.match(text) or _TIMER_FIRST.match(text)
                            or (duration is not None and _MISHEARD_SET.match(text)))

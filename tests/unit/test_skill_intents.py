@@ -148,6 +148,8 @@ def test_pause_with_two_running_asks_which_and_changes_nothing() -> None:
         ("increase the pizza timer by 30 seconds", 30),
         ("add 1/2 an hour to my timer", 1800),
         ("add 1 and a half minutes to the timer", 90),
+        ("Add 5 more minutes on the pizza timer.", 300),
+        ("put an extra 2 minutes on the timer", 120),
         ("take 5 minutes off the pizza timer", -300),
         ("Remove 2 minutes from my timer.", -120),
         ("decrease the timer by 1 minute", -60),
@@ -311,4 +313,10 @@ def test_shopping_list_add_and_complete(tmp_path: object) -> None:
 def test_questions_about_timers_are_not_requests(transcript: str) -> None:
     timers = Timers()
     assert skills(timers).answer(transcript, ctx()) is None
+    assert timers.active() == []
+
+
+def test_adding_time_with_no_timer_running_starts_none() -> None:
+    timers = Timers()
+    assert say(skills(timers), "Add 5 minutes to the timer.").text == "No timers are running."
     assert timers.active() == []
