@@ -27,12 +27,10 @@ _CLAIMS = re.compile(
     rf"\b(?:i've|i have|i've just|i just|i'll|i will|i'm going to|i am going to|let me|"
     rf"i)\s+(?:now\s+|also\s+|gone ahead and\s+)?(?:{_DONE}|{_DO})\b"
     # "Pizza timer paused.", "Your timer is set for…", "Timer has been cancelled"
-    rf"|\b(?:timers?|alarms?|reminders?|countdown)\s+(?:is\s+|are\s+|has been\s+|have been\s+|"
-    rf"was\s+|now\s+)?{_DONE}\b"
+    rf"|\b(?:timers?|alarms?|reminders?|countdown)\s+(?:(?:is|are|has been|have been|was|now)\s+){{0,2}}"
+    rf"{_DONE}\b"
     # "Added milk to your list", "Milk has been added to your shopping list"
     rf"|\b{_DONE}\b[^.!?]{{0,40}}\b(?:to|on|from|off)\s+(?:your|the|my)\s+(?:[a-z]+\s+)?list\b"
-    # "…5 more minutes on the clock", "the timer now has 15 minutes left"
-    rf"|\b(?:paused|resumed)\b"
 )
 
 

@@ -4,6 +4,7 @@ changes it (a skill did) or says nothing that claims it did (the LLM answered)."
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -73,7 +74,7 @@ async def test_a_pause_request_is_done_or_not_claimed(
     paused = [t.paused for t in timers.active()] == [True]
     if reply.skill is None:  # the LLM answered: it may not say the timer was paused
         assert not claims_action(reply.text, question), reply.text
-        assert "paused" not in reply.text.lower()
+        assert not re.search(r"\b(?:timer|is|was|been|now|i've|i have)\s+paused\b", reply.text.lower())
     assert paused or not claims_action(reply.text, question), reply.text
     if question == "Pause the pizza timer.":
         assert paused and reply.skill is not None and reply.skill.skill == "timer"

@@ -33,6 +33,7 @@ def test_a_claimed_action_is_caught(reply: str) -> None:
     ("I'm sorry, I cannot do that.", "snooze the timer"),
     ("Pizza timer paused.", "tell me about pizza"),  # no timer asked about: chat
     ("I've set the table for dinner.", "what should I cook tonight"),
+    ("Tap the pause button and it can be paused.", "how do I pause a timer on my phone"),
 ])
 def test_honest_words_and_chat_are_left_alone(reply: str, transcript: str) -> None:
     assert not claims_action(reply, transcript)
