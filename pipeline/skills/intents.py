@@ -27,6 +27,8 @@ class Recognised:
     """Each slot's value: a number for a range list, the words for a wildcard."""
     words: Mapping[str, str] = field(default_factory=dict)
     """Each slot as it was said."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """The matched sentence block's `metadata` (apace's: {"morning": true} for "wake me")."""
 
     def number(self, slot: str) -> float:
         """A numeric slot's value, 0 when absent."""
@@ -72,4 +74,5 @@ _MOST = 4
 def _recognised(result: RecognizeResult) -> Recognised:
     slots = {name: entity.value for name, entity in result.entities.items()}
     said = {name: entity.text.strip() for name, entity in result.entities.items()}
-    return Recognised(intent=result.intent.name, slots=slots, words=said)
+    return Recognised(intent=result.intent.name, slots=slots, words=said,
+                      metadata=dict(result.intent_metadata or {}))

@@ -21,8 +21,6 @@ from pipeline.skills.words import join_words, parse_duration, say_duration, say_
 
 _VERBS = {"HassPauseTimer": "pause", "HassUnpauseTimer": "resume",
           "HassIncreaseTimer": "add time to", "HassDecreaseTimer": "take time off"}
-
-
 _MORE = frozenset({"more", "extra", "additional"})
 
 
@@ -89,7 +87,8 @@ class TimerIntents:
         clock = find_clock("at " + (found.text("clock") or ""))
         if clock is None:
             return None
-        return self._skill.start(SetTimer(kind="alarm", clock=clock, prefer_morning=True), ctx)
+        morning = bool(found.metadata.get("morning"))
+        return self._skill.start(SetTimer(kind="alarm", clock=clock, prefer_morning=morning), ctx)
 
     def _reminder(self, found: Recognised, ctx: SkillContext) -> SkillReply | None:
         task = found.text("task")

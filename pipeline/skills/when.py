@@ -93,6 +93,8 @@ def _from_match(m: re.Match[str]) -> tuple[int, int, str | None] | None:
         return (hour, offset, m["mer2"]) if ok else None
     if m["hm"]:
         hour, minute, mer = int(m["hm"][:-2]), int(m["hm"][-2:]), m["mer3"]
+        if mer is None and m["hm"].startswith("0"):
+            mer = "am"  # "0715": a 24-hour clock's morning
         return None if mer and not 1 <= hour <= 12 else (hour, minute, mer)
     hour = int(m["h"])
     minute = int(m["m"] or m["m4"] or m["m2"] or m["m3"] or 0)

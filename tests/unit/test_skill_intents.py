@@ -236,14 +236,19 @@ def test_cancel_all(transcript: str) -> None:
 @pytest.mark.parametrize(
     ("transcript", "wall"),
     [
-        ("Set an alarm for 615.", "06:15"),
-        ("set an alarm for 6:15", "06:15"),
+        # At 8 AM an hour without am/pm is the next one (the evening's), as before; the
+        # morning's when it wakes someone up.
+        ("Set an alarm for 615.", "18:15"),
+        ("set an alarm for 6:15", "18:15"),
+        ("Set an alarm for 6.15 am.", "06:15"),
         ("Wake me up at 6.15.", "06:15"),
         ("wake me up at six fifteen", "06:15"),
-        ("set an alarm for quarter past six", "06:15"),
-        ("Set an alarm for quarter to seven.", "06:45"),
-        ("set an alarm for half past six", "06:30"),
+        ("get me up at 615", "06:15"),
+        ("set an alarm for quarter past six", "18:15"),
+        ("Set an alarm for quarter to seven.", "18:45"),
+        ("set an alarm for half past six", "18:30"),
         ("set an alarm for 715 pm", "19:15"),
+        ("set an alarm for 0715", "07:15"),
     ],
 )
 def test_alarm_clock_times_in_every_form_whisper_writes(transcript: str, wall: str) -> None:
