@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from models.choice import choices
+from models.intents import load_recognizer
 from models.load import (
     ModelChoice,
     cpu_threads,
@@ -21,6 +22,7 @@ from models.locate import Located
 from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
+from models.timer_journal import TimerJournal
 from models.whisper import WhisperTranscriber
 from pipeline.asr import AsrOptions
 from pipeline.conversation_options import ConversationOptions
@@ -150,6 +152,10 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
     log.info("models loaded in %.1f s", time.perf_counter() - started)
     make_room = room_factory(settings.conversation.room, denoiser=options.denoiser)
     skills, store = stateless_skills(options.data_dir) if options.skills else (None, None)
+    # Timers are written down beside the lists; a new process holds none of them yet.
+    keeper = TimerJournal(store.path) if store is not None else None
+    if keeper is not None:
+        keeper.release_all()
     engine = Engine(transcriber, synthesizer, open_llm, settings.conversation,
                     tts_cache=options.tts_cache, reply_cache=options.reply_cache,
                     detector=detector, close_detector=detector.close if detector else None,
@@ -157,7 +163,9 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
                     make_room=make_room, cpu=cpu,
                     shared_llm=shared.close if shared is not None else None,
                     llm_memory=shared.memory if shared is not None else None,
-                    noisy_transcriber=noisy_transcriber)
+                    noisy_transcriber=noisy_transcriber,
+                    recognizer=load_recognizer() if options.skills else None,
+                    timer_keeper=keeper)
     if shared is not None:
         shared.draft_stats = engine.stats.draft
     return engine, located

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from pipeline.chime import chime
 from pipeline.conversation_events import Emit, TimerFired, TimerInfo, TimerList
 from pipeline.events import Pcm
-from pipeline.skills.timers import Timer, Timers, ring_text
+from pipeline.skills.timer_store import Timer, Timers
+from pipeline.skills.timers import ring_text
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 
@@ -42,7 +43,7 @@ class Bell:
         t = now()
         return TimerList(tuple(
             TimerInfo(timer.id, timer.kind, timer.name, timer.label,
-                      due_in_s=round(max(0.0, timer.due - t), 1))
+                      due_in_s=round(Timers.remaining(timer, t), 1), paused=timer.paused)
             for timer in sorted(self.timers.active(), key=lambda timer: timer.due)))
 
     async def run(self) -> None:

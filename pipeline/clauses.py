@@ -65,6 +65,11 @@ class ClauseSplitter:
             out.append(clause)
         return out
 
+    def drop(self) -> str:
+        """Forget the text not yet made into a clause (never spoken); returns it."""
+        rest, self._buffer = self._buffer, ""
+        return rest
+
     def flush(self) -> list[Clause]:
         """The reply is complete: whatever text remains is the last clause."""
         rest, self._buffer = self._buffer, ""

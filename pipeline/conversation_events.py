@@ -97,6 +97,8 @@ class TimerInfo:
     name: str | None
     label: str
     due_in_s: float
+    paused: bool = False
+    """Paused: `due_in_s` is the time it has left, and it is not counting down."""
 
 
 @dataclass(frozen=True)

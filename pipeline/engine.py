@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -26,9 +28,12 @@ from pipeline.llm import Responder
 from pipeline.reply import Models
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
+from pipeline.skills.intents import Recognizer
 from pipeline.skills.lists import ListStore
+from pipeline.skills.timer_store import TimerKeeper
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats
+from pipeline.timeline import now
 from pipeline.tts import Synthesizer
 from pipeline.turn_detector import TurnDetector
 from pipeline.workers import CpuLock, ModelWorker, Priority
@@ -64,6 +69,8 @@ class Engine:
         shared_llm: Callable[[], None] | None = None,
         llm_memory: Callable[[], dict[str, object]] | None = None,
         noisy_transcriber: Transcriber | None = None,
+        recognizer: Recognizer | None = None,
+        timer_keeper: TimerKeeper | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
@@ -94,6 +101,10 @@ class Engine:
         """Stateless skills shared by every conversation (None: no skills at all); each
         conversation adds its own timers and the shared list store."""
         self.store = store
+        self.recognizer = recognizer
+        self.timer_keeper = timer_keeper
+        """Where timers are written down so that a restart loses none (None: memory only)."""
+        """Home Assistant's intents, asked before the phrase-matching skills (None: those alone)."""
         self.make_room = make_room
         """Each conversation's room gate with its models (None: the pure gate alone)."""
 
@@ -114,13 +125,17 @@ class Engine:
     async def open(
         self, speaker: Speaker, emit: Emit | None = None,
         on_turn: Callable[[Turn], None] | None = None, stream: Stream | None = None,
+        keep_timers: bool = True,
     ) -> AsyncIterator[Conversation]:
         """A conversation with its own llama context, warmed; closed on exit. `stream`:
         what the transport knows of its microphone audio (the room gate's per-stream
-        settings; default: raw audio from a session opened before anyone speaks)."""
+        settings; default: raw audio from a session opened before anyone speaks).
+        `keep_timers`: its timers are written down (`timer_keeper`) and it takes over the
+        owner's timers no live conversation rings (False: a way in that cannot ring)."""
         llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
         opened: ClosableResponder | None = None
         room: Room | None = None
+        holder = uuid.uuid4().hex if keep_timers and self.timer_keeper is not None else None
         try:
             # Background priority: a new user's set-up never delays someone's reply.
             opened = await llm_worker.run(self.open_responder, priority=Priority.BACKGROUND)
@@ -128,8 +143,9 @@ class Engine:
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector,
                             self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear)
-            timers = Timers() if self.skills is not None else None
-            skills = (default_skills(timers=timers, store=self.store, extra=self.skills)
+            timers = self._timers(holder) if self.skills is not None else None
+            skills = (default_skills(timers=timers, store=self.store, extra=self.skills,
+                                     recognizer=self.recognizer)
                       if timers is not None and self.skills is not None else None)
             room = self.room(stream or Stream())
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
@@ -139,7 +155,19 @@ class Engine:
             # No await here: this cleanup must complete even if cancelled again.
             if room is not None:
                 room.close()
+            if holder is not None and self.timer_keeper is not None:
+                self.timer_keeper.release(holder)
             llm_worker.close(opened.close if opened is not None else None, wait=0)
+
+    def _timers(self, holder: str | None) -> Timers:
+        """A conversation's timers: with the owner's written-down ones when `holder`."""
+        if holder is None or self.timer_keeper is None:
+            return Timers()
+        owner = self.options.owner
+        timers = Timers(journal=self.timer_keeper.bound(owner, holder))
+        timers.restore(self.timer_keeper.adopt(owner, holder, monotonic=now(),
+                                               wall=datetime.now().astimezone()))
+        return timers
 
     def room(self, stream: Stream) -> Room | None:
         """A fresh room gate for one stream (None: the engine has none)."""
@@ -155,6 +183,8 @@ class Engine:
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
+        if self.timer_keeper is not None:
+            self.timer_keeper.close()
         self.asr_worker.close()
         self.tts_worker.close()
         if self.detector_worker is not None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.asr import Transcriber
+from pipeline.claims import NOT_DONE, claims_action
 from pipeline.clauses import ClauseOptions, ClauseSplitter
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.ear import Ear
@@ -299,8 +300,8 @@ class Reply:
                 released = guard.feed(piece)
                 if guard.copied is not None:
                     return
-                if released and self._say(released, splitter, clauses, budget):
-                    return  # the spoken-length budget is spent: stop the LLM
+                if released and self._say_llm(released, splitter, clauses, budget):
+                    return  # the spoken-length budget is spent, or a false claim: stop
         if call and plain:
             log.info("a call-shaped reply when told not to call (%r): not said", call[:80])
             self._say(NOT_CAUGHT, splitter, clauses, budget)
@@ -308,7 +309,19 @@ class Reply:
             # A call the user's words do not support: answer in words instead.
             await self._stream(history, None, guard, splitter, clauses, budget, plain=True)
         elif released := guard.finish():
-            self._say(released, splitter, clauses, budget)
+            self._say_llm(released, splitter, clauses, budget)
+
+    def _say_llm(self, text: str, splitter: ClauseSplitter,
+                 clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """The LLM's words, unless they claim a timer or list action, which no skill did
+        (pipeline.claims): then one honest sentence instead. True: stop the LLM."""
+        assert self.transcript is not None
+        if not claims_action(self.text + text, self.transcript):
+            return self._say(text, splitter, clauses, budget)
+        log.info("the LLM claimed an action no skill did (%r): not said", (self.text + text)[-80:])
+        splitter.drop()
+        self._say(NOT_DONE, splitter, clauses, budget)
+        return True
 
     def _say(self, text: str, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
              budget: int) -> bool:

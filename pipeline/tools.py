@@ -33,8 +33,8 @@ TOOLS: list[dict[str, Any]] = [
     _tool("set_alarm", "Ring at a time of day.", time="e.g. '7 am'"),
     _tool("set_reminder", "Say a reminder after some time.",
           duration="e.g. '20 minutes'", task="what to remind about"),
-    _tool("timer_status", "How long is left on the timers, or cancel one.",
-          **{"action": "'left' or 'cancel'", "name?": "which timer"}),
+    _tool("timer_status", "How long is left on the timers, or cancel, pause or resume one.",
+          **{"action": "'left', 'cancel', 'pause' or 'resume'", "name?": "which timer"}),
     _tool("add_to_list", "Add items to the user's shopping list.", items="e.g. 'eggs and milk'"),
     _tool("read_list", "Read the user's shopping list."),
     _tool("calculate", "Arithmetic, written in words or digits.", expression="e.g. '15% of 80'"),
@@ -45,14 +45,15 @@ TOOLS: list[dict[str, Any]] = [
     _tool("spell_word", "Spell a word letter by letter.", word="the word"),
 ]
 
+_TIMER_VERBS = ("cancel", "pause", "resume")
 _REQUESTS: dict[str, Callable[[Mapping[str, str]], str]] = {
     "set_timer": lambda a: (f"set a {a['name']} timer for {a['duration']}" if a.get("name")
                             else f"set a timer for {a['duration']}"),
     "set_alarm": lambda a: f"set an alarm for {a['time']}",
     "set_reminder": lambda a: f"in {a['duration']} remind me to {a['task']}",
     "timer_status": lambda a: (
-        f"cancel the {a['name']} timer" if a.get("action") == "cancel" and a.get("name")
-        else "cancel the timer" if a.get("action") == "cancel"
+        f"{a['action']} the {a['name']} timer" if a.get("action") in _TIMER_VERBS and a.get("name")
+        else f"{a['action']} the timer" if a.get("action") in _TIMER_VERBS
         else f"how long is left on the {a['name']} timer" if a.get("name")
         else "how much time is left"),
     "add_to_list": lambda a: f"add {a['items']} to my shopping list",
@@ -74,7 +75,7 @@ _KEYWORDS = {  # a call is believed only if the user's words say something of th
     # set a timer for 1900 minutes: a number alone is not a duration).
     "set_timer": (r"\d", _DURATION), "set_alarm": (r"\d|\bnoon\b|\bmidnight\b", _CLOCK_TIME),
     "set_reminder": (r"\bremind",),
-    "timer_status": (r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b",),
+    "timer_status": (r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b|\bpause\b|\bresume\b",),
     "add_to_list": (r"\blist\b",), "read_list": (r"\blist\b",), "calculate": (r"\d",),
     "convert_units": (r"\d",), "current_time": (r"\b(?:time|date|day|clock|year|month)\b",),
     "spell_word": (r"\bspell",),

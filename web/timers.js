@@ -12,6 +12,7 @@ window.apaceTimers = (() => {
     timers = (Array.isArray(list) ? list : []).map((x) => ({
       id: x.id, kind: x.kind, name: x.name, label: x.label,
       dueAt: t + 1000 * (Number(x.due_in_s) || 0),
+      paused: Boolean(x.paused), leftMs: 1000 * (Number(x.due_in_s) || 0),
     }));
     render();
     if (timers.length && !ticker) ticker = setInterval(render, 250);
@@ -44,7 +45,7 @@ window.apaceTimers = (() => {
       name.textContent = title(x);
       const left = document.createElement("span");
       left.className = "left";
-      left.textContent = clock(x.dueAt - t);
+      left.textContent = x.paused ? `${clock(x.leftMs)} (paused)` : clock(x.dueAt - t);
       row.append(name, left);
       box.appendChild(row);
     }

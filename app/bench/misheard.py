@@ -111,6 +111,7 @@ def skills_route(data_dir: Path) -> Route:
     from zoneinfo import ZoneInfo
 
     from app.runtime import stateless_skills
+    from models.intents import load_recognizer
     from pipeline.skills import ListStore, SkillContext, Timers, default_skills
 
     extra, _ = stateless_skills(str(data_dir / "unused"))
@@ -119,7 +120,7 @@ def skills_route(data_dir: Path) -> Route:
     def route(text: str) -> tuple[str | None, str | None]:
         with tempfile.TemporaryDirectory(dir=data_dir) as tmp:
             skills = default_skills(timers=Timers(), store=ListStore(Path(tmp) / "lists.sqlite3"),
-                                    extra=extra)
+                                    extra=extra, recognizer=load_recognizer())
             reply = skills.answer(text, SkillContext(now=now, monotonic=0.0, owner="bench",
                                                      transcript=text))
         return (reply.skill, reply.text) if reply is not None else (None, None)

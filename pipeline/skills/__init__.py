@@ -9,7 +9,8 @@ from pipeline.skills.lists import (
     default_db_path,
 )
 from pipeline.skills.router import Skills, default_skills
-from pipeline.skills.timers import Timer, Timers, TimerSkill, ring_text
+from pipeline.skills.timer_store import Timer, Timers
+from pipeline.skills.timers import TimerSkill, ring_text
 
 __all__ = [
     "LastResult",

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from pipeline.skills.soundalike import rhymes_with_wake
+from pipeline.skills.timer_store import Kind
 from pipeline.skills.when import ClockTime, find_clock
 from pipeline.skills.words import Duration, find_duration
-
-Kind = Literal["timer", "alarm", "reminder"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,7 +250,14 @@ def _alarm(text: str) -> Intent | None:
     )
 
 
+_CHANGE = re.compile(r"^(?:add|put|give)\b.*\b(?:to|on|onto) (?:the|my|that|this|it|your)\b")
+"""More time for a running timer ("add 5 more minutes on the timer"), never a new one: the
+intents (timer_intents.py) do that; words they did not recognise are not a set request."""
+
+
 def _timer(text: str) -> Intent | None:
+    if _CHANGE.match(text):
+        return None
     duration = find_duration(text)
     said_as_command = bool(_SET_VERB.match(text) or _TIMER_FIRST.match(text)
                            or (duration is not None and _MISHEARD_SET.match(text)))

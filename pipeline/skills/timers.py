@@ -9,11 +9,8 @@ are computed at match time from the store as it is then.
 
 from __future__ import annotations
 
-import itertools
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.timer_phrases import (
@@ -21,7 +18,6 @@ from pipeline.skills.timer_phrases import (
     AskWhen,
     Cancel,
     Intent,
-    Kind,
     ListTimers,
     Remaining,
     SetTimer,
@@ -30,111 +26,9 @@ from pipeline.skills.timer_phrases import (
     point_of_view,
     wake_misheard,
 )
+from pipeline.skills.timer_store import Kind, Timer, Timers
 from pipeline.skills.when import fix_meridiem, next_occurrence, say_clock, say_day
 from pipeline.skills.words import article_for, join_words, say_duration, say_remaining, to_digits
-
-
-@dataclass(frozen=True, kw_only=True)
-class Timer:
-    """One running timer, alarm or reminder."""
-
-    id: int
-    kind: Kind
-    name: str | None
-    """What the user called it ("pasta"), or None."""
-    label: str
-    """What it is called when it rings: "pasta timer", "10 minute timer", "call your mom"."""
-    due: float
-    """When it rings, on the monotonic clock (`pipeline.timeline.now()`)."""
-    wall: datetime
-    """When it rings, as local wall-clock time (for "your alarm for 7 AM")."""
-    duration_s: float
-
-
-class Timers:
-    """What is running. Thread-safe so a skill may read it from a worker thread.
-
-    `on_change` is called (in the caller's thread) after every add and cancel, so the
-    ringer can re-arm its sleep on the new `next_due()`.
-    """
-
-    def __init__(self, *, on_change: Callable[[], None] | None = None) -> None:
-        self._timers: dict[int, Timer] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._on_change = on_change
-        self.rings = True
-        """False where nothing can ring them (a text-only way in whose client closes the
-        exchange after each reply: Wyoming's handle); the skill then says so."""
-
-    def add(
-        self,
-        kind: Kind,
-        due: float,
-        label: str,
-        name: str | None,
-        wall: datetime,
-        *,
-        duration_s: float = 0.0,
-    ) -> Timer:
-        with self._lock:
-            timer = Timer(
-                id=next(self._ids), kind=kind, name=name, label=label, due=due, wall=wall,
-                duration_s=duration_s,
-            )
-            self._timers[timer.id] = timer
-        self._changed()
-        return timer
-
-    def cancel(self, name: str | None, *, kind: Kind | None = None) -> list[Timer]:
-        """Remove the timers called `name` (all when None), of `kind` when given."""
-        with self._lock:
-            gone = [
-                t for t in self._timers.values()
-                if (name is None or t.name == name) and (kind is None or t.kind == kind)
-            ]
-            for timer in gone:
-                del self._timers[timer.id]
-        if gone:
-            self._changed()
-        return sorted(gone, key=_order)
-
-    def discard(self, ids: list[int]) -> list[Timer]:
-        """Remove exactly these timers (those still running); what a cancel reply chose."""
-        with self._lock:
-            gone = [self._timers.pop(i) for i in ids if i in self._timers]
-        if gone:
-            self._changed()
-        return gone
-
-    def active(self) -> list[Timer]:
-        """Everything running, soonest first."""
-        with self._lock:
-            return sorted(self._timers.values(), key=_order)
-
-    def next_due(self) -> float | None:
-        with self._lock:
-            return min((t.due for t in self._timers.values()), default=None)
-
-    def pop_due(self, now: float) -> list[Timer]:
-        """Remove and return the timers due at `now`, in the order they fell due."""
-        with self._lock:
-            due = sorted((t for t in self._timers.values() if t.due <= now), key=_order)
-            for timer in due:
-                del self._timers[timer.id]
-        return due
-
-    @staticmethod
-    def remaining(timer: Timer, now: float) -> float:
-        return max(0.0, timer.due - now)
-
-    def _changed(self) -> None:
-        if self._on_change is not None:
-            self._on_change()
-
-
-def _order(timer: Timer) -> tuple[float, int]:
-    return timer.due, timer.id
 
 
 def ring_text(timer: Timer) -> str:
@@ -146,7 +40,7 @@ def ring_text(timer: Timer) -> str:
     return f"Your {timer.label} is done."
 
 
-def _timer_label(name: str | None, seconds: float) -> str:
+def timer_label(name: str | None, seconds: float) -> str:
     """ "pasta timer", "10 minute timer", "timer for a minute and a half"."""
     if name:
         return f"{name} timer"
@@ -200,6 +94,10 @@ class TimerSkill:
     def __init__(self, timers: Timers) -> None:
         self._timers = timers
 
+    @property
+    def timers(self) -> Timers:
+        return self._timers
+
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         text = wake_misheard(text)
         if not GATE.search(text):
@@ -209,13 +107,13 @@ class TimerSkill:
 
     def _reply(self, intent: Intent, ctx: SkillContext) -> SkillReply | None:
         if isinstance(intent, SetTimer):
-            return self._set(intent, ctx)
+            return self.start(intent, ctx)
         if isinstance(intent, ListTimers):
             return self._say(self._list(intent.kind, ctx))
         if isinstance(intent, Remaining):
             return self._say(self._remaining(intent.target, ctx))
         if isinstance(intent, Cancel):
-            return self._cancel(intent.target, ctx)
+            return self.stop(intent.target, ctx)
         if isinstance(intent, AskWhen):
             return self._say(_ASK_WHEN[intent.kind])
         return None
@@ -223,7 +121,8 @@ class TimerSkill:
     def _say(self, text: str, action: Callable[[], None] | None = None) -> SkillReply:
         return SkillReply(text=text, skill=self.name, action=action)
 
-    def _set(self, req: SetTimer, ctx: SkillContext) -> SkillReply:
+    def start(self, req: SetTimer, ctx: SkillContext) -> SkillReply:
+        """Set `req`'s timer, alarm or reminder (at commit)."""
         if not self._timers.rings:
             return self._say(CANNOT_RING[req.kind])
         if req.clock is not None:
@@ -244,14 +143,14 @@ class TimerSkill:
             what = f" {req.connector} {req.task}" if req.task else ""
             text = f"OK, {when} I'll remind you{what}."
         else:
-            label = _timer_label(req.name, seconds)
+            label = timer_label(req.name, seconds)
             text = _timer_set_text(req.name, seconds)
         kind, name, timers = req.kind, req.name, self._timers
 
-        def start() -> None:
+        def begin() -> None:
             timers.add(kind, due, label, name, wall, duration_s=seconds)
 
-        return self._say(text, start)
+        return self._say(text, begin)
 
     def _list(self, kind: Kind | None, ctx: SkillContext) -> str:
         running = [t for t in self._timers.active() if kind is None or t.kind == kind]
@@ -264,20 +163,21 @@ class TimerSkill:
         return f"You have {len(things)} {noun}: {join_words(things)}."
 
     def _remaining(self, target: Target, ctx: SkillContext) -> str:
-        running = _matching(self._timers.active(), target)
+        running = matching(self._timers.active(), target)
         if target.kind is None and target.name is None:
             # "how much time is left" asks about timers first, alarms only when no timer runs.
             running = [t for t in running if t.kind == "timer"] or running
         if not running:
-            return _nothing_matches(target, self._timers.active())
-        lines = [_left_on(t, ctx) for t in running]
+            return nothing_matches(target, self._timers.active())
+        lines = [left_on(t, ctx) for t in running]
         return " ".join(lines)
 
-    def _cancel(self, target: Target, ctx: SkillContext) -> SkillReply:
+    def stop(self, target: Target, ctx: SkillContext) -> SkillReply:
+        """Cancel what `target` means (at commit); ask which when several could be meant."""
         everything = self._timers.active()
-        chosen = _matching(everything, target)
+        chosen = matching(everything, target)
         if not chosen:
-            return self._say(_nothing_matches(target, everything))
+            return self._say(nothing_matches(target, everything))
         if len(chosen) > 1 and not target.every and target.name is None:
             names = join_words([f"the {t.label}" if t.kind == "timer" else _describe(t, ctx.monotonic)
                                 for t in chosen])
@@ -292,22 +192,22 @@ class TimerSkill:
             what = f"{target.name} {_NOUNS[target.kind]}" if target.name else _NOUNS[target.kind]
             text = f"Cancelled {len(chosen)} {what}."
 
-        def stop() -> None:
+        def end() -> None:
             timers.discard(ids)
 
-        return self._say(text, stop)
+        return self._say(text, end)
 
 
 def _timer_set_text(name: str | None, seconds: float) -> str:
     if name:
         return f"{name[0].upper()}{name[1:]} timer set for {say_duration(seconds)}."
-    label = _timer_label(None, seconds)
+    label = timer_label(None, seconds)
     if label.startswith("timer for"):
         return f"OK, a {label}, starting now."
     return f"OK, {article_for(float(label.split()[0]))} {label}, starting now."
 
 
-def _matching(timers: list[Timer], target: Target) -> list[Timer]:
+def matching(timers: list[Timer], target: Target) -> list[Timer]:
     """The running timers `target` means: by kind, then by name or by duration."""
     found = [t for t in timers if target.kind is None or t.kind == target.kind]
     if target.name is not None:
@@ -321,16 +221,16 @@ def _matching(timers: list[Timer], target: Target) -> list[Timer]:
     return found
 
 
-def _nothing_matches(target: Target, running: list[Timer]) -> str:
+def nothing_matches(target: Target, running: list[Timer]) -> str:
     kind = target.kind or "timer"
     if target.name is not None and running:
         return f"There's no {target.name} {kind} running."
     if target.seconds is not None and running:
-        return f"There's no {_timer_label(None, target.seconds)} running."
+        return f"There's no {timer_label(None, target.seconds)} running."
     return _NONE_RUNNING[target.kind]
 
 
-def _left_on(timer: Timer, ctx: SkillContext) -> str:
+def left_on(timer: Timer, ctx: SkillContext) -> str:
     """ "About 3 minutes and 20 seconds left on the pasta timer." (no "about" under a minute)"""
     left = Timers.remaining(timer, ctx.monotonic)
     about = "About " if left >= 60 else ""
@@ -340,6 +240,8 @@ def _left_on(timer: Timer, ctx: SkillContext) -> str:
     if timer.kind == "reminder":
         what = f" to {timer.label}" if timer.label else ""
         return f"Your reminder{what} is in {about.lower()}{spoken}."
+    if timer.paused:
+        return f"The {timer.label} is paused with {spoken} left."
     text = f"{about}{spoken} left on the {timer.label}."
     return text[0].upper() + text[1:]
 

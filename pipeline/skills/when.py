@@ -18,7 +18,10 @@ _CLOCK = re.compile(
     r"(?P<rel>half|quarter|(?P<mins>\d{1,2})(?: minutes?)?) (?P<dir>past|pass|after|to),?"
     r" (?P<h2>\d{1,2})"
     r"(?: ?(?P<mer2>am|pm)\b)?"
-    r"|(?P<h>\d{1,2})(?::(?P<m>\d{2})| (?P<m2>[0-5]\d)\b| oh (?P<m3>\d)\b)?"
+    # "615" / "0615": Whisper's "six fifteen" without its colon (a time only after "at",
+    # "for"... or with am/pm: see _looks_like_time); "6.15": the British way.
+    r"|(?P<hm>(?:[01]?\d|2[0-3])[0-5]\d)(?: ?(?P<mer3>am|pm)\b)?"
+    r"|(?P<h>\d{1,2})(?::(?P<m>\d{2})|\.(?P<m4>[0-5]\d)| (?P<m2>[0-5]\d)\b| oh (?P<m3>\d)\b)?"
     r"(?: ?o'? ?clock)?(?: ?(?P<mer>am|pm)\b)?"
     r"|(?P<word>noon|midday|midnight)"
     r")(?![\w:])"
@@ -69,7 +72,7 @@ def find_clock(digits: str) -> ClockTime | None:
 
 def _looks_like_time(m: re.Match[str], digits: str) -> bool:
     """A bare number ("buy 2 eggs") is a time only after "at", "for", "by", "until"."""
-    if m["word"] or m["rel"] or m["mer"] or m["m"] or m["m2"] or m["m3"]:
+    if m["word"] or m["rel"] or m["mer"] or m["mer3"] or m["m"] or m["m2"] or m["m3"] or m["m4"]:
         return True
     return digits[: m.start()].endswith(_TIME_PREPOSITIONS)
 
@@ -88,8 +91,13 @@ def _from_match(m: re.Match[str]) -> tuple[int, int, str | None] | None:
             hour, offset = (hour - 1) % 24, 60 - offset
         ok = 0 <= hour <= 23 and 0 <= offset < 60 and (m["rel"] != "half" or m["dir"] != "to")
         return (hour, offset, m["mer2"]) if ok else None
+    if m["hm"]:
+        hour, minute, mer = int(m["hm"][:-2]), int(m["hm"][-2:]), m["mer3"]
+        if mer is None and m["hm"].startswith("0"):
+            mer = "am"  # "0715": a 24-hour clock's morning
+        return None if mer and not 1 <= hour <= 12 else (hour, minute, mer)
     hour = int(m["h"])
-    minute = int(m["m"] or m["m2"] or m["m3"] or 0)
+    minute = int(m["m"] or m["m4"] or m["m2"] or m["m3"] or 0)
     if m["mer"] and not 1 <= hour <= 12:
         return None
     if not (0 <= hour <= 23 and 0 <= minute <= 59):

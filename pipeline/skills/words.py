@@ -66,7 +66,7 @@ _UNIT = rf"(?P<unit>{_UNIT_WORDS})"
 _QTY = rf"(?P<qty>{_NUM}|an?|a couple(?: of)?)"
 _COMPONENT = re.compile(
     rf"(?<![\w.])(?:{_QTY} (?:and (?P<pre>{_FRACTION}) )?{_UNIT}(?: and (?P<post>a half|a quarter))?\b"
-    rf"|(?:a )?half (?:an? )?(?P<half>{_UNIT_WORDS})\b"
+    rf"|(?:a |1/2 )?half (?:an? )?(?P<half>{_UNIT_WORDS})\b|1/2 (?:an? )?(?P<half2>{_UNIT_WORDS})\b"
     rf"|(?:a |1 |(?P<three>3) )?(?P<quarter>quarters?) (?:of )?(?:an? )?hour\b)"
 )
 _JOIN = re.compile(r"(?:,? and |, | )")
@@ -79,8 +79,8 @@ def _unit_seconds(unit: str) -> float:
 def _component_seconds(m: re.Match[str]) -> float:
     if m["quarter"]:
         return 2700.0 if m["three"] else 900.0
-    if m["half"]:
-        return _unit_seconds(m["half"]) / 2
+    if m["half"] or m["half2"]:
+        return _unit_seconds(m["half"] or m["half2"]) / 2
     unit = _unit_seconds(m["unit"])
     qty = m["qty"]
     count = 1.0 if qty in ("a", "an") else 2.0 if qty.startswith("a couple") else float(qty)
@@ -136,7 +136,11 @@ def say_duration(seconds: float) -> str:
     if total < 3600:
         return _say_pair(*divmod(total, 60), big="minute", small="second")
     hours, rest = divmod(total, 3600)
-    return _say_pair(hours, rest // 60, big="hour", small="minute")
+    minutes, secs = divmod(rest, 60)
+    if secs:  # "1 hour, 5 minutes and 30 seconds": a confirmation keeps every part
+        parts = [_plural(hours, "hour")] + ([_plural(minutes, "minute")] if minutes else [])
+        return ", ".join(parts) + f" and {_plural(secs, 'second')}"
+    return _say_pair(hours, minutes, big="hour", small="minute")
 
 
 def _say_pair(big_count: int, small_count: int, *, big: str, small: str) -> str:

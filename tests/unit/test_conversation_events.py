@@ -150,9 +150,10 @@ def test_a_turn_is_serialized_as_its_timeline_is_now() -> None:
 def test_timers_go_out_as_a_list_of_objects() -> None:
     wire = to_wire(EXAMPLES[9])
     assert wire == {"type": "timers", "timers": [
-        {"id": 1, "kind": "timer", "name": "pasta", "label": "pasta timer", "due_in_s": 599.5},
+        {"id": 1, "kind": "timer", "name": "pasta", "label": "pasta timer", "due_in_s": 599.5,
+         "paused": False},
         {"id": 2, "kind": "reminder", "name": None, "label": "call your mom",
-         "due_in_s": 3600.0}]}
+         "due_in_s": 3600.0, "paused": False}]}
 
 
 def test_dashboard_records_are_the_turn_plus_session_index_and_waterfall() -> None:

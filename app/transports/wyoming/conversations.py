@@ -123,7 +123,8 @@ class Conversations:
         """Owns the conversation from open to close (the engine's context manager lives in
         this one task)."""
         try:
-            async with self.engine.open(Speaker(), emit=held.emit) as conversation:
+            # It cannot ring (cannot_ring): the owner's timers stay with a way in that can.
+            async with self.engine.open(Speaker(), emit=held.emit, keep_timers=False) as conversation:
                 text_only(conversation)
                 cannot_ring(conversation)
                 ready.set_result(conversation)

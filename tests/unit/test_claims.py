@@ -1,0 +1,78 @@
+"""The LLM may not claim a timer or list action that no skill performed: the words are
+checked (pipeline.claims) and, through a conversation, the store is too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from models.intents import load_recognizer
+from pipeline.claims import NOT_DONE, claims_action
+from pipeline.conversation import Conversation
+from pipeline.conversation_options import ConversationOptions
+from pipeline.skills import Timers, default_skills
+from pipeline.speaker import Speaker
+from tests.fakes import TEST_VAD, FakeResponder, FakeSynthesizer, FakeTranscriber, Mic, Workers
+
+pytestmark = pytest.mark.timeout(10)
+
+
+@pytest.mark.parametrize("reply", [
+    "Pizza timer paused.", "Sure! I have paused your pizza timer.", "I've set a timer for 5 minutes.",
+    "Added milk to your shopping list.", "Okay, your timer is set.", "Timer has been cancelled.",
+    "The pizza timer is now paused.", "I'll remind you at 5.",
+])
+def test_a_claimed_action_is_caught(reply: str) -> None:
+    assert claims_action(reply, "put the pizza timer on pause for me")
+
+
+@pytest.mark.parametrize(("reply", "transcript"), [
+    ("I can't pause timers, sorry.", "pause the pizza timer"),
+    ("A timer counts down time.", "what is a timer"),
+    ("I'm sorry, I cannot do that.", "snooze the timer"),
+    ("Pizza timer paused.", "tell me about pizza"),  # no timer asked about: chat
+    ("I've set the table for dinner.", "what should I cook tonight"),
+    ("Tap the pause button and it can be paused.", "how do I pause a timer on my phone"),
+])
+def test_honest_words_and_chat_are_left_alone(reply: str, transcript: str) -> None:
+    assert not claims_action(reply, transcript)
+
+
+def conversation(workers: Workers, transcripts: list[str], reply: list[str]
+                 ) -> tuple[Conversation, Timers]:
+    timers = Timers()
+    models = workers.models(FakeTranscriber(*transcripts), FakeResponder(reply), FakeSynthesizer())
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
+    return Conversation(models, Speaker(), options, skills=skills, timers=timers), timers
+
+
+def turns(conv: Conversation, count: int) -> Callable[[], bool]:
+    return lambda: len(conv.turns) == count
+
+
+async def test_pause_the_pizza_timer_really_pauses_it(workers: Workers) -> None:
+    conv, timers = conversation(workers, ["Set a pizza timer for 10 minutes.",
+                                          "Pause the pizza timer."], ["Pizza timer paused."])
+    async with Mic(conv) as mic:
+        for turn in (1, 2):
+            await mic.say()
+            await mic.play_until(turns(conv, turn))
+    assert conv.turns[1].skill == "timer" and conv.turns[1].reply.startswith("Pizza timer paused")
+    assert [t.paused for t in timers.active()] == [True]
+
+
+async def test_an_llm_claim_no_skill_made_is_not_said(workers: Workers) -> None:
+    """Words no skill knows; the LLM says it paused the timer: it did not, so that is
+    not said, and the timer runs on."""
+    conv, timers = conversation(
+        workers, ["Set a pizza timer for 10 minutes.", "Let the pizza timer sleep for a bit."],
+        ["Sure, ", "pizza timer ", "paused", "."])
+    async with Mic(conv) as mic:
+        for turn in (1, 2):
+            await mic.say()
+            await mic.play_until(turns(conv, turn))
+    assert conv.turns[1].skill is None
+    assert "paused" not in conv.turns[1].reply and NOT_DONE in conv.turns[1].reply
+    assert [t.paused for t in timers.active()] == [False]
