@@ -155,6 +155,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
+    from pipeline.skills.facts import FactsSkill
     from pipeline.skills.hush import HushSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
@@ -165,6 +166,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     store = ListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
+    # Facts before the refusals: "what currency does Japan use" is data, not a live price.
     skills: list[Skill] = [HushSkill(), SocialSkill(), ClockSkill(), MathSkill(), convert, SpellSkill(),
-                           OfflineSkill()]
+                           FactsSkill(), OfflineSkill()]
     return skills, store

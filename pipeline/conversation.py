@@ -366,6 +366,7 @@ class Conversation:
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob,
                     skill=reply.skill.skill if reply.skill is not None else None,
+                    source=reply.skill.source if reply.skill is not None else None,
                     copies=reply.copies, quality=quality)
         self.turns.append(turn)
         self.stats.turns += 1
