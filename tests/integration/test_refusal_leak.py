@@ -46,7 +46,7 @@ def responder(request: pytest.FixtureRequest) -> Iterator[LlamaResponder]:
 async def test_after_a_news_refusal_questions_and_a_joke_are_answered_not_refused(
     workers: Workers, responder: LlamaResponder,
 ) -> None:
-    models = workers.models(FakeTranscriber(NEWS, *ASKED), responder, FakeSynthesizer())
+    models = workers.models(FakeTranscriber(NEWS, *ASKED), responder, FakeSynthesizer())  # type: ignore[arg-type]
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
     skills = default_skills(timers=Timers(), store=None, extra=[FactsSkill(), OfflineSkill()])
     conv = Conversation(models, Speaker(), options, skills=skills)
