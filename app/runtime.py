@@ -177,6 +177,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
     from pipeline.skills.days import DayFollowUp
+    from pipeline.skills.facts import FactsSkill
     from pipeline.skills.hush import HushSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
@@ -188,6 +189,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     store = ListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
+    # Facts before the refusals: "what currency does Japan use" is data, not a live price.
     skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(),
-                           convert, SpellSkill(), RefusalFollowUp(), OfflineSkill()]
+                           convert, SpellSkill(), FactsSkill(), RefusalFollowUp(), OfflineSkill()]
     return skills, store

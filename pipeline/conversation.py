@@ -364,10 +364,13 @@ class Conversation:
         earlier = [m.content for m in self.history if m.role == "assistant"]
         quality = turn_flags(reply.text, reply.transcript or "", earlier, audio_s=reply.audio_s)
         self._respeculated = None
-        # Nothing said ("stop": pipeline.skills.hush), or nothing understood (the 0.5B put
-        # the "M-m-m-champ." it could not answer into its next story), is left out of the
+        # Nothing said ("stop": pipeline.skills.hush), nothing understood (the 0.5B put
+        # the "M-m-m-champ." it could not answer into its next story), or an honest
+        # refusal (after one "I can't get the news: I work offline…", Qwen2.5-0.5B answered
+        # the next five questions "I can't get the …: I work offline") is left out of the
         # prompt, as a cut reply is.
-        left_out = interrupted or not heard or reply.text.strip() == NOT_CAUGHT
+        refused = reply.skill is not None and reply.skill.refusal
+        left_out = interrupted or not heard or refused or reply.text.strip() == NOT_CAUGHT
         if self.reply_cache is not None and not left_out and reply.transcript and reply.skill is None:
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += [Message("user", reply.transcript or ""),
@@ -379,6 +382,7 @@ class Conversation:
         turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
                     interrupted, reply.timeline, reply.done_logprob,
                     skill=reply.skill.skill if reply.skill is not None else None,
+                    source=reply.skill.source if reply.skill is not None else None,
                     copies=reply.copies, quality=quality)
         self.turns.append(turn)
         self.stats.turns += 1

@@ -73,6 +73,8 @@ class Turn:
     """The turn detector's last verdict on the user's words (None: not asked)."""
     skill: str | None = None
     """The built-in skill that answered (None: the LLM did)."""
+    source: str | None = None
+    """Where that skill's facts come from (a data package and its version), if it says."""
     copies: int = 0
     """Replies the copy guard threw away before this one (regenerated)."""
     quality: dict[str, Any] = field(default_factory=dict)
@@ -174,7 +176,7 @@ def _turn_fields(turn: Turn) -> dict[str, Any]:
     return {"index": turn.index, "transcript": turn.transcript, "reply": turn.reply,
             "heard": turn.heard, "interrupted": turn.interrupted,
             "timeline_ms": turn.timeline.relative_ms(), "done_logprob": turn.done_logprob,
-            "skill": turn.skill, "copies": turn.copies, "quality": dict(turn.quality),
+            "skill": turn.skill, "source": turn.source, "copies": turn.copies, "quality": dict(turn.quality),
             "speech_end_t": turn.timeline.stamps.get(SPEECH_END)}
 
 

@@ -395,7 +395,8 @@ function onTurn(msg) {
   if (msg.interrupted && turn.assistant && !turn.interrupted) markInterrupted(turn.assistant);
   const metrics = document.createElement("div");
   metrics.className = "metrics";
-  metrics.textContent = formatMetrics(msg.timeline_ms || {}) + (msg.skill ? ` · skill: ${msg.skill}` : "");
+  metrics.textContent = formatMetrics(msg.timeline_ms || {}) + (msg.skill ? ` · skill: ${msg.skill}` : "")
+    + (msg.source ? ` · source: ${msg.source}` : "");
   turn.el.appendChild(metrics);
   // After a barge-in the user is still talking; otherwise the floor is theirs again.
   setState(msg.interrupted ? "hearing you" : "listening");

@@ -191,7 +191,8 @@ function turnCard(t, end) {
 function qualityTags(t) {
   const q = t.quality || {};
   const tags = [];
-  if (t.skill) tags.push(el("span", { class: "tag skill" }, `skill: ${t.skill}`));
+  if (t.skill) tags.push(el("span", { class: "tag skill", ...(t.source ? { title: `source: ${t.source}` } : {}) },
+                            `skill: ${t.skill}`));
   if (q.repeat) tags.push(el("span", { class: "tag bad" }, "repeat"));
   if (q.echo) tags.push(el("span", { class: "tag bad" }, "echo"));
   if (q.sentences > 2) tags.push(el("span", { class: "tag warn" }, `${q.sentences} sentences`));

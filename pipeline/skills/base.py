@@ -51,12 +51,17 @@ class SkillReply:
 
     text: str
     skill: str
-    """The skill's name ("timer", "list", "math", "convert", "clock", "spell", "offline")."""
+    """The skill's name ("timer", "list", "math", "convert", "clock", "spell", "facts",
+    "offline")."""
     action: Callable[[], None] | None = field(default=None, compare=False)
     refusal: bool = False
-    """An honest "I cannot do that" (offline-only requests)."""
+    """An honest "I cannot do that" (offline-only requests). The exchange is left out of
+    what the LLM reads next: a small model copies a refusal into ordinary answers."""
     result: LastResult | None = None
     """What this answer was, for a follow-up (None: nothing a follow-up can refer to)."""
+    source: str | None = None
+    """Where the answer's facts come from (a data package and its version), shown with
+    the turn; None for what a skill computes or says itself."""
 
 
 @dataclass(frozen=True)

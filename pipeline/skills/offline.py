@@ -2,7 +2,8 @@
 
 Asked "what's the weather like", a small LLM invents a forecast. This skill recognises the
 requests that need the internet or a connected service — weather, news, calendar, music,
-sports scores, prices, traffic, opening hours, messages and calls, smart-home devices — and
+sports scores, prices, traffic, opening hours, messages and calls, smart-home devices, web
+searches, ordering and booking — and
 says plainly that it cannot. Questions *about* those things ("what is weather", "why is the
 sky blue", "who wrote the News of the World") are knowledge, not live data, and go to the
 LLM: definitions and explanations are declined first, and commands only match at the
@@ -23,12 +24,13 @@ _KNOWLEDGE = re.compile(
     r"^(?:why\b|who (?:wrote|invented|discovered|sang|composed|directed|founded|created)\b"
     r"|define\b|(?:the )?definition of\b|explain\b|what (?:is|are|was) (?:a |an )?\w+$"
     r"|what does .+ mean$|how (?:does|do) .+ work$|what causes\b"
-    r"|.*\b(?:history|histories|century|centuries|ancient|medieval)\b)"
+    r"|.*\b(?:history|histories|century|centuries|ancient|medieval)\b"
+    r"|.*\bon (?:mars|venus|jupiter|saturn|mercury|neptune|uranus|pluto|the moon)\b)"
 )
 """Definitions, explanations, history: the LLM's to answer even when a topic word matches."""
 
 _CURRENCY = r"(?:dollars?|euros?|pounds?|yen|pesos?|rupees?|francs?|bitcoins?)"
-_DEVICE = (r"(?:lights?|lamps?|heating|heater|ac|air conditioning|air conditioner|fan|tv"
+_DEVICE = (r"(?:lights?|lamps?|heating|heat|heater|ac|air conditioning|air conditioner|fan|tv"
            r"|television|thermostat|plugs?|sockets?|oven|kettle|boiler|sprinklers?|alarm system"
            r"|coffee (?:machine|maker)|dishwasher|washing machine|blinds|vacuum|robot vacuum)")
 _PLACE = r"(?:the |my )?[\w' ]+?"
@@ -43,13 +45,20 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"|\bneed an umbrella\b|\bhow (?:hot|cold|warm|windy|humid) is it\b"
      r"|\btemperature (?:outside|out there|today|tomorrow|tonight|right now|now"
      r"|in (?!celsius|fahrenheit|kelvin)[a-z]+$)|\boutside temperature\b"
-     r"|\b(?:humidity|uv index|pollen count|air quality) (?:today|now|outside|like)\b"),
+     r"|\b(?:humidity|uv index|pollen count|air quality) (?:today|now|outside|like)\b"
+     r"|^(?:should|do|will|shall) i (?:take|bring|need|pack|wear) (?:an |a |my )?(?:umbrella"
+     r"|raincoat|rain jacket|jacket|coat|sunscreen|sunglasses)(?: today| tomorrow| tonight"
+     r"| now| outside| later)?$|\btemperature (?:\w+ )?(?:going to be|gonna be|will be)\b"
+     r"|^what will the (?:temperature|weather) be\b"),
     ("I can't get the news: " + _OFFLINE,
      r"^(?:(?:what's|what is|what are|tell me|read me|give me|play|get me|show me|read|any|check"
      r"|catch me up on) )?(?:the )?(?:latest |today's |top |current |breaking |morning |evening "
      r"|local |world |sports |tech |business )?(?:news|headlines)(?: headlines| today"
      r"| this morning| tonight| right now| now| for today| about .+| on .+| from .+)?$"
-     r"|^what's (?:happening|going on) in the world\b"),
+     r"|^what's (?:happening|going on) in the world\b|^what's (?:happening )?in the news\b"
+     r"|\bwho(?:'s| is) (?:winning|leading|ahead in) the (?:election|polls|vote|race)\b"
+     r"|\belection results\b|^what's on (?:netflix|tv|television|the tv|hulu|disney plus"
+     r"|prime video)(?: tonight| today| now| right now)?$"),
     ("I can't see your calendar: " + _BOX,
      r"\bmy (?:calendar|schedule|agenda|diary)\b|\bmy (?:next )?(?:meetings?|appointments?)\b"
      r"|\bwhat's on the (?:calendar|agenda)\b|\bdo i have (?:any |a )?(?:meetings?|appointments?"
@@ -68,6 +77,9 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"|champions league|formula 1|formula one|f1) (?:scores?|results?|standings|fixtures|table)\b"
      r"|\bwho won (?:the |last night's |today's |yesterday's |tonight's )(?:game|match|race|fight)"
      r"\b|\bwho (?:won|is winning|'s winning) (?:last night|yesterday|today|tonight|right now)\b"
+     r"|\bwho won (?:the )?[\w ]+ (?:last night|yesterday|today|tonight|this (?:week|weekend"
+     r"|season)|last (?:week|weekend))$|^how did (?:the )?[\w ]+ do (?:last night|yesterday"
+     r"|today|tonight|this (?:week|weekend|season)|last (?:week|weekend))$"
      r"|\bdid (?:the )?[a-z ]+ win (?:last night|yesterday|today|tonight|their game|the game"
      r"|the match)\b|\b(?:when|what time) do (?:the )?[a-z ]+ play (?:next|tonight|today|tomorrow)"
      r"\b"),
@@ -76,7 +88,8 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"|\w+ (?:stock|shares))\b|\b(?:bitcoin|ethereum|crypto|gold|oil) prices?\b|\bhow(?: is|'s)"
      r" (?:the )?(?:stock market|market|dow|nasdaq|bitcoin|\w+ stock) (?:doing|today|now)\b"
      r"|\bexchange rate\b|\bdow jones\b|\bnasdaq\b|\bhow much is (?:a |one )?bitcoin\b"
-     r"|\bwhat's \w+ (?:stock )?trading at\b"
+     r"|\bwhat's \w+ (?:stock )?trading at\b|^what(?:'s| is) (?:bitcoin|ethereum|dogecoin"
+     r"|crypto|gold|oil|\w+ stock|\w+ shares) (?:at|worth)\b"
      rf"|\b(?:convert )?\d+(?:\.\d+)? {_CURRENCY} (?:to|into|in) {_CURRENCY}$"
      rf"|\bhow many {_CURRENCY} (?:is|are|in|to|for) (?:a |an |one |\d+ )?{_CURRENCY}$"),
     ("I can't check traffic or directions: " + _OFFLINE,
@@ -96,9 +109,9 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"^(?:send (?:a |an |the |my |this |that )?(?:message|text|email|e-mail|sms|reply|whatsapp)s?"
      r"|text|message|email"
      r"|e-mail|call|phone|dial|facetime|video call|whatsapp) (?!(?:me|it|that|this|us|them|back"
-     r"|a day|for)\b)|\b(?:read|check|open|show me) (?:my )?(?:messages|texts|emails|e-mails|inbox"
-     r"|voicemails?|notifications)\b|\bdo i have (?:any )?(?:new )?(?:messages|texts|emails"
-     r"|voicemails?|missed calls)\b"),
+     r"|a day|for)\b)|\b(?:read|check|open|show me) (?:my )?(?:new |unread |latest )?(?:messages"
+     r"|texts|e[- ]?mails?|mail|inbox|voicemails?|notifications)\b"
+     r"|\bdo i have (?:any )?(?:new )?(?:messages|texts|emails|voicemails?|missed calls)\b"),
     ("I can't control devices in your home: I'm not connected to them.",
      rf"^(?:turn|switch|shut|flip|put) (?:on|off|up|down) (?:the |my |all (?:the )?)?(?:[\w ]+ )?"
      rf"{_DEVICE}\b|^(?:turn|switch) (?:the |my |all (?:the )?)?(?:[\w ]+ )?{_DEVICE} (?:on|off|up"
@@ -106,7 +119,20 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"(?:thermostat|heating|ac|air conditioning|lights?) to\b|^(?:lock|unlock|open|close) (?:the |my )?"
      r"(?:front |back |garage |side )?(?:door|garage|garage door|gate|blinds|curtains|shades"
      r"|windows?)$|^make (?:it|the room) (?:warmer|cooler|brighter|darker)\b"
-     r"|^is the (?:front |back )?door locked\b"),
+     r"|^is the (?:front |back )?door locked\b"
+     r"|^(?:turn|switch|change|put) (?:the |my )?(?:tv|television|radio) (?:on )?to\b"),
+    ("I can't search the web: " + _OFFLINE,
+     r"^(?:search|google|bing)\b(?! engines?\b| for (?:a |the )?(?:file|word|folder)s?\b)"
+     r"|\b(?:search|browse) (?:the )?(?:web|internet|online)\b|^look (?:\w+ )?up\b.*\b(?:online"
+     r"|on the (?:web|internet)|on google)$|^(?:find|find me|look for|locate) .+ (?:near me|nearby"
+     r"|around here|online)$"),
+    ("I can't order or book anything: " + _OFFLINE,
+     r"^(?:order|buy|purchase|reorder) (?!(?:or|of|these|those|them|it|the (?:list|numbers|words"
+     r"|letters))\b)(?:me |us |some |a |an |more |another |the |my |new |\d+ )*\w+"
+     r"|^(?:book|reserve) (?:me |us )?(?:a |an |the |my |two |\d+ |some )?(?:[\w']+ ){0,2}(?:table"
+     r"|flight|hotel|room|taxi|cab|ride|tickets?|train|bus|seat|car|holiday|vacation|trip|stay)\b"
+     r"|^(?:get|call|order|book) me an? (?:uber|lyft|taxi|cab|ride)\b|^add .+ to (?:my )?(?:amazon"
+     r"|cart|basket)\b"),
 )
 _MATCHERS = tuple((re.compile(pattern), reply) for reply, pattern in _CATEGORIES)
 

