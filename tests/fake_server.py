@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
     import app.cli
     import app.serve
 
-    def build(_settings: Any) -> tuple[Engine, dict[str, Any]]:
+    def build(_settings: Any, _located: Any = None) -> tuple[Engine, dict[str, Any]]:
         return fake_engine(), {}
 
     # The models are all that differ from `apace serve`.
