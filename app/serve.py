@@ -33,9 +33,14 @@ from pipeline.engine import Engine
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-KEEPALIVE_S = 75.0
-"""An idle keep-alive connection is closed after this long (aiohttp's default is an hour:
-idle connections would hold file descriptors)."""
+KEEPALIVE_S = 5.0
+"""An idle keep-alive connection is closed after this long, and so is a new connection
+that has not sent a whole request head by then (aiohttp's default is an hour). Each one
+holds a socket and a handler task: a client that opens connections and sends nothing, or
+half a header (slowloris), would otherwise hold them that long. 5 s is what Node.js,
+uvicorn and Apache use; the page's few requests come well within it, and a browser opens
+a new connection when an idle one was closed. (Was 75 s: 7 half-open connections left
+by a probe still held 7 tasks and 7 fds a minute later; docs/security.md.)"""
 LINGER_S = 2.0
 """After refusing a request before its body was read, how long the server goes on reading
 (and dropping) the rest so the client sees the answer (aiohttp's default is 10 s)."""

@@ -253,7 +253,15 @@ async def offer(request: web.Request) -> web.Response:
     sessions: Sessions = request.app[SESSIONS]
     sessions.admit()  # before reading: a full server spends nothing on the body
     description, stream = await _read_offer(request)
-    return web.json_response(await answer_offer(sessions, description, stream))
+    answer = await answer_offer(sessions, description, stream)
+    if request.transport is None or request.transport.is_closing():
+        # The client left while the answer was made: no one can connect to this session,
+        # so its slot is freed now rather than at the connect deadline.
+        session = sessions.live.get(answer["session"])
+        if session is not None:
+            await session.close("client gone")
+        return web.json_response({"error": "the client left before the answer"}, status=400)
+    return web.json_response(answer)
 
 
 async def answer_offer(sessions: Sessions, description: RTCSessionDescription,
@@ -279,6 +287,9 @@ async def answer_offer(sessions: Sessions, description: RTCSessionDescription,
     except Exception as error:  # aiortc raises many types for a malformed SDP
         await session.close("offer refused")
         raise Refused(400, f"cannot use this SDP offer: {str(error)[:200]}") from None
+    except BaseException:  # cancelled (the server stopping): nothing of it may stay
+        await session.close("offer cancelled")
+        raise
     local = pc.localDescription
     return {"sdp": local.sdp, "type": local.type, "session": session.id}
 

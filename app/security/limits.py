@@ -43,7 +43,12 @@ class Refused(Exception):
 
 def refusals(on_refused: Callable[[Refused], None] | None = None) -> Any:
     """A middleware answering a `Refused` raised anywhere below it (an inner middleware
-    or a handler) with its status and JSON reason, after telling `on_refused`."""
+    or a handler) with its status and JSON reason, after telling `on_refused`.
+
+    A refused request's connection is closed once the answer is sent (`Connection:
+    close`): kept alive, each one would hold a socket and its handler task for as long
+    as the client liked (the keep-alive timeout), and a client that was just refused —
+    a malformed offer, a foreign Origin, a full server — has no business on it."""
 
     @web.middleware
     async def refuse(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -52,7 +57,9 @@ def refusals(on_refused: Callable[[Refused], None] | None = None) -> Any:
         except Refused as refused:
             if on_refused is not None:
                 on_refused(refused)
-            return refused.response()
+            answer = refused.response()
+            answer.force_close()
+            return answer
         return response
 
     return refuse
@@ -79,6 +86,8 @@ async def read_body(request: web.Request, *, limit: int, timeout_s: float = BODY
         raise Refused(408, f"the body did not arrive within {timeout_s:g} s") from None
     except HttpProcessingError as error:  # a malformed chunked encoding, a short body
         raise Refused(400, f"the body could not be read: {error.message}") from None
+    except ConnectionError:  # the client left mid-body: refused, not an error with a trace
+        raise Refused(400, "the connection closed before the body was complete") from None
     return bytes(body)
 
 

@@ -29,6 +29,9 @@ _DIRECTIONS = ("sendrecv", "sendonly", "recvonly", "inactive")
 _SECURITY = ("fingerprint", "ice-ufrag", "ice-pwd")
 """Without them there is no ICE, or no way to know the DTLS peer is the one that offered
 (aiortc takes an offer without a fingerprint)."""
+_TRANSPORT = ("setup", "rtcp-mux")
+"""aiortc refuses an offer without them (no DTLS role; RTP and RTCP on one port), but only
+after a peer connection was made for it: refused here, nothing is made."""
 
 
 @dataclass
@@ -39,7 +42,7 @@ class _Section:
     codecs: int = 0
     candidates: int = 0
     secured: set[str] = field(default_factory=set)
-    """Which of fingerprint, ice-ufrag and ice-pwd the section states."""
+    """Which of fingerprint, ice-ufrag, ice-pwd, setup and rtcp-mux the section states."""
 
 
 def check_offer(sdp: str) -> None:
@@ -80,7 +83,7 @@ def _attribute(value: str, section: _Section, number: int) -> None:
     name, _, rest = value.partition(":")
     if name in _DIRECTIONS:
         section.direction = name
-    elif name in _SECURITY and rest.strip():
+    elif name in _SECURITY + _TRANSPORT and (rest.strip() or name == "rtcp-mux"):
         section.secured.add(name)
     elif name == "rtpmap" and rest.lower().partition(" ")[2].startswith(AUDIO_CODECS):
         section.codecs += 1
@@ -126,3 +129,9 @@ def _check_sections(sections: list[_Section], session: _Section) -> None:
     if missing := sorted(set(_SECURITY) - audio[0].secured - session.secured):
         raise Refused(400, f"the audio section has no {' / '.join(missing)}: WebRTC needs "
                            "ICE credentials and a DTLS fingerprint")
+    if audio[0].direction is None:
+        raise Refused(400, "the audio section states no direction: it needs a=sendrecv "
+                           "(or a=sendonly)")
+    if missing := sorted(set(_TRANSPORT) - audio[0].secured - session.secured):
+        raise Refused(400, f"the audio section has no a={' / a='.join(missing)}: WebRTC "
+                           "needs a DTLS role and RTCP multiplexed with RTP")

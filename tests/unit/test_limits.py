@@ -89,3 +89,26 @@ def test_rate_limit_allows_a_burst_then_the_sustained_rate() -> None:
 def test_rate_limit_needs_a_positive_rate() -> None:
     with pytest.raises(ValueError):
         RateLimit(rate=0.0, burst=5)
+
+
+async def test_a_refused_request_closes_its_connection_and_an_answered_one_keeps_it() -> None:
+    """A refused client holds no socket (and no handler task) on a keep-alive connection."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from app.security.limits import refusals
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.query.get("refuse"):
+            raise Refused(400, "no")
+        return web.Response(text="yes")
+
+    app = web.Application(middlewares=[refusals()])
+    app.router.add_get("/", handler)
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        answered = await client.get("/")
+        refused = await client.get("/?refuse=1")
+        assert (answered.status, refused.status) == (200, 400)
+        assert answered.headers.get("Connection", "keep-alive").lower() == "keep-alive"
+        assert refused.headers["Connection"].lower() == "close"
+        assert (await refused.json())["error"] == "no"

@@ -111,3 +111,17 @@ def test_audio_without_ice_credentials_or_a_fingerprint_is_refused(line: str) ->
 def test_session_level_credentials_count_for_the_audio_section() -> None:
     offer = with_lines(CHROME_OFFER, FINGERPRINT, "")
     check_offer(with_lines(offer, "a=extmap-allow-mixed", FINGERPRINT))
+
+
+@pytest.mark.parametrize(("line", "reason"), [("a=setup:actpass", "a=setup"),
+                                              ("a=rtcp-mux", "a=rtcp-mux"),
+                                              ("a=sendrecv", "no direction")])
+def test_audio_that_aiortc_would_refuse_is_refused_before_a_peer_connection(
+        line: str, reason: str) -> None:
+    """aiortc refuses these too, but only after a peer connection was made for them."""
+    assert reason in _refused(with_lines(CHROME_OFFER, line, ""))
+
+
+def test_a_session_level_setup_counts_for_the_audio_section() -> None:
+    offer = with_lines(CHROME_OFFER, "a=setup:actpass", "")
+    check_offer(with_lines(offer, "a=extmap-allow-mixed", "a=setup:actpass"))
