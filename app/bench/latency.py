@@ -64,6 +64,8 @@ class Utterance:
     pcm: Pcm
     paused: bool = False
     held_out: bool = False
+    voice: str = "piper x1"
+    """Who spoke it (app.bench.voices)."""
 
     @property
     def speech_end(self) -> int:

@@ -1,9 +1,11 @@
 """`apace bench --quality`: scripted spoken conversations, scored, beside their TTFA.
 
-The conversations are text in conversations.toml (tuned on) and conversations_heldout.toml
-(never tuned on), each question with the rule that says what a right reply looks like
-(app.bench.conversations, pipeline.quality). The embedded voice speaks them into a real
-`apace serve` over WebRTC at real-time pace: one client per conversation, the next question
+The conversations are text in conversations.toml (tuned on), conversations_heldout.toml
+(never tuned on) and conversations_blind.toml (never tuned on, and drawn from Home
+Assistant's intent templates), each question with the rule that says what a right reply
+looks like (app.bench.conversations, pipeline.quality). The embedded voice speaks the tuned
+ones, other voices the rest (app.bench.voices), into a real `apace serve` over WebRTC at
+real-time pace: one client per conversation, the next question
 once the reply has played out — or, where a turn says `interrupt_after_s`, that long after
 the reply is first heard, over it. Each configuration gets a fresh data directory, kept
 across a `restart_before`.
@@ -25,6 +27,7 @@ import aiohttp
 from app.bench.conversations import EVENTS, ConversationSpec, TurnSpec, conversation_set
 from app.bench.latency import Utterance
 from app.bench.quality_report import QualityResult, TurnOutcome, report, save
+from app.bench.voices import make_utterances, utterance_key, voice_for
 from app.client import Client
 from app.process import ServerProcess, free_port
 from pipeline.quality import failed, score_turn
@@ -130,17 +133,20 @@ async def run_conversation(url: str, conversation: ConversationSpec,
     mid-way scores the turns not reached as wrong and names it."""
     client, problem = _client(options.wyoming_url or url, options.transport), None
     marks: list[_Mark] = []
+    spoken = [utterances[utterance_key(turn.say, voice_for(conversation, i))]
+              for i, turn in enumerate(conversation.turns)]
     try:
         await client.connect()
         await asyncio.sleep(0.5)
-        for turn in conversation.turns:
-            marks.append(await _speak(client, turn, utterances[turn.say], options))
+        for turn, utterance in zip(conversation.turns, spoken, strict=True):
+            marks.append(await _speak(client, turn, utterance, options))
         await asyncio.sleep(options.settle_s)
     except (ConnectionError, TimeoutError, OSError, aiohttp.ClientError) as error:
         problem = f"{type(error).__name__}: {error}"
     finally:
         await client.close()
-    return _outcomes(conversation, marks, client, problem or ""), problem
+    return _outcomes(conversation, marks, client, problem or "",
+                     [u.voice for u in spoken]), problem
 
 
 def _client(url: str, transport: str) -> Any:
@@ -196,7 +202,7 @@ def _t(event: dict[str, Any]) -> float:
 
 
 def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Any,
-              problem: str) -> list[TurnOutcome]:
+              problem: str, voices: Sequence[str]) -> list[TurnOutcome]:
     starts = [m.start for m in marks] + [math.inf]
     end = now()
     earlier: list[str] = []
@@ -204,7 +210,8 @@ def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Any,
     for index, spec in enumerate(conversation.turns):
         outcome = TurnOutcome(conversation.name, index + 1, spec.say,
                               score_turn(spec.rule, "", spec.say, earlier),
-                              held_out=conversation.held_out, expect_refusal=spec.rule.refusal)
+                              held_out=conversation.held_out, blind=conversation.blind,
+                              voice=voices[index], expect_refusal=spec.rule.refusal)
         if index >= len(marks):
             outcome.score = failed(outcome.score, f"not reached ({problem})")
         else:
@@ -213,6 +220,8 @@ def _outcomes(conversation: ConversationSpec, marks: list[_Mark], client: Any,
                     e["type"] == spec.expect_event and starts[index] <= e["received"] <= end
                     for e in client.events):
                 outcome.score = failed(outcome.score, f"no {spec.expect_event} event")
+            if spec.turn_event and spec.turn_event not in outcome.events:
+                outcome.score = failed(outcome.score, f"no {spec.turn_event} event in the turn")
         out.append(outcome)
     return out
 
@@ -265,19 +274,6 @@ def parse_compare(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
     if len({n for n, _ in configs}) < len(configs):
         raise ValueError("--compare names must differ")
     return configs
-
-
-def make_utterances(conversations: Sequence[ConversationSpec]) -> dict[str, Utterance]:
-    """Every question spoken once by the embedded voice, before any server starts (so the
-    synthesis does not share the CPU with a measured turn)."""
-    from app.bench.utterances import speak
-    from models.load import load_synthesizer
-    from models.locate import locate
-    from pipeline.tts import TtsOptions
-
-    voice = load_synthesizer(locate("tts").path, TtsOptions())
-    says = dict.fromkeys(t.say for c in conversations for t in c.turns)
-    return {say: Utterance(say, speak(voice, say, lead_s=0.3, trail_s=0.5)) for say in says}
 
 
 def bench_quality(*, url: str | None, out: Path, server_args: Sequence[str] = (),

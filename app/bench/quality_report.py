@@ -1,7 +1,8 @@
 """`apace bench --quality`'s results and report: what it said, beside how fast, per configuration.
 
-One table row per configuration, from one run: right % (all turns with a rule, and the
-held-out conversations alone), repeats, echoes, refusals where one was due, how long the
+One table row per configuration, from one run: useful % and right % (all turns with a rule,
+the held-out conversations alone, and the blind ones — drawn from Home Assistant's
+templates — alone), repeats, echoes, refusals where one was due, how long the
 replies take to say, and the client-measured TTFA of the same turns (all of them, and the
 right ones alone: DESIGN counts a fast wrong answer as a failure, not a fast turn). Written as
 bench_quality.json (every turn, with its reasons) and bench_quality.png.
@@ -10,6 +11,7 @@ bench_quality.json (every turn, with its reasons) and bench_quality.png.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,11 @@ class TurnOutcome:
     say: str
     score: TurnScore
     held_out: bool = False
+    """No one tunes on it (the held-out file or the blind one)."""
+    blind: bool = False
+    """From the blind file (drawn from Home Assistant's templates)."""
+    voice: str = "piper x1"
+    """Who spoke the question (app.bench.voices); a stand-in says whom it stood in for."""
     expect_refusal: bool | None = None
     transcript: str = ""
     """What the server heard (turns it split are joined with " / ")."""
@@ -96,8 +103,10 @@ def summarise(result: QualityResult) -> dict[str, Any]:
     due = [t for t in turns if t.expect_refusal]
     out: dict[str, Any] = {
         "turns": len(turns), **_right(turns),
-        "held_out": _right([t for t in turns if t.held_out]),
+        "held_out": _right([t for t in turns if t.held_out and not t.blind]),
+        "blind": _right([t for t in turns if t.blind]),
         "tuned": _right([t for t in turns if not t.held_out]),
+        "voices": dict(Counter(t.voice for t in turns)),
         "repeats": sum(t.score.repeat for t in turns),
         "echoes": sum(t.score.echo for t in turns),
         "refusals_due": len(due),
@@ -146,8 +155,8 @@ def _cell(value: float | None, width: int, digits: int = 1) -> str:
 
 def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
     """The report's table: one line per configuration."""
-    lines = [f"{'config':<16}{'turns':>6}{'useful%':>8}{'held-out':>9}{'right%':>8}"
-             f"{'held-out%':>10}{'repeats':>8}"
+    lines = [f"{'config':<16}{'turns':>6}{'useful%':>8}{'held-out':>9}{'blind':>6}{'right%':>8}"
+             f"{'held-out%':>10}{'blind%':>7}{'repeats':>8}"
              f"{'echoes':>7}{'refusals':>9}{'spoken s':>9}{'sentences':>10}"
              f"{'TTFA client p50/p95':>21}{'server p50':>11}{'right p50':>10}"]
     for name, s in summaries.items():
@@ -157,8 +166,9 @@ def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
         refusals = f"{s['refusals_ok']}/{s['refusals_due']}"
         lines.append(
             f"{name:<16}{s['turns']:>6}{_cell(s['useful_pct'], 8)}"
-            f"{_cell(s['held_out']['useful_pct'], 9)}{_cell(s['right_pct'], 8)}"
-            f"{_cell(s['held_out']['right_pct'], 10)}{s['repeats']:>8}{s['echoes']:>7}"
+            f"{_cell(s['held_out']['useful_pct'], 9)}{_cell(s['blind']['useful_pct'], 6)}"
+            f"{_cell(s['right_pct'], 8)}{_cell(s['held_out']['right_pct'], 10)}"
+            f"{_cell(s['blind']['right_pct'], 7)}{s['repeats']:>8}{s['echoes']:>7}"
             f"{refusals:>9}{_cell(s['spoken_s_p50'], 9)}"
             f"{_cell(s['sentences_p50'], 10)}{ttfa:>21}{_cell(server.get('p50'), 11, 0)}"
             f"{_cell(right.get('p50'), 10, 0)}")
@@ -218,6 +228,9 @@ def report(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]
         wrong = wrong_turns(result)
         count = sum(t.score.right is False for t in result.turns)
         print(f"\n{result.name}: {count} of {len(result.turns)} turns wrong")
+        if stand_ins := sum("instead of" in t.voice for t in result.turns):
+            print(f"  note: {stand_ins} held-out turns were spoken by the Piper voice instead "
+                  "of espeak-ng's (not installed): see each turn's `voice`")
         print("\n".join(wrong + [f"  error: {e}" for e in result.errors]))
         if slow := slow_turns(result):
             print(f"{result.name}: {len(slow)} replies heard after {USEFUL_MS:.0f} ms "
@@ -239,9 +252,10 @@ def _chart(summaries: dict[str, dict[str, Any]], path: Path) -> None:
     names = list(summaries)
     y = np.arange(len(names))
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.5 + 0.6 * len(names)))
-    left.barh(y - 0.2, [summaries[n]["right_pct"] or 0 for n in names], 0.4, label="all")
-    left.barh(y + 0.2, [summaries[n]["held_out"]["right_pct"] or 0 for n in names], 0.4,
-              label="held-out")
+    for offset, part, label in ((-0.27, None, "all"), (0.0, "held_out", "held-out"),
+                                (0.27, "blind", "blind")):
+        left.barh(y + offset, [(summaries[n][part] if part else summaries[n])["right_pct"] or 0
+                               for n in names], 0.27, label=label)
     left.set_xlim(0, 100)
     left.set_xlabel("right (%)")
     left.set_title("What it says")

@@ -20,14 +20,9 @@ import numpy as np
 
 from app.bench.conversations import ConversationSpec, conversation_set
 from app.bench.latency import Utterance
-from app.bench.quality import (
-    ManagedServer,
-    RunOptions,
-    make_utterances,
-    parse_compare,
-    run_conversation,
-)
+from app.bench.quality import ManagedServer, RunOptions, parse_compare, run_conversation
 from app.bench.quality_report import QualityResult, report, save
+from app.bench.voices import make_utterances
 
 STAGGER_S = 2.0
 """Client k starts this many seconds after client k - 1: their questions overlap."""

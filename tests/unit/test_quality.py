@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.bench.conversations import (
+    BLIND,
     CONVERSATIONS,
     HELD_OUT,
     conversation_set,
@@ -246,10 +247,10 @@ def test_duplicate_and_unknown_names_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(GOOD)
     with pytest.raises(RuleError, match="unique: one"):
-        conversation_set(files=[(path, False), (path, True)])
+        conversation_set(files=[(path, "tuned"), (path, "held_out")])
     with pytest.raises(RuleError, match="no conversation nope; there are: one"):
-        conversation_set(["nope"], files=[(path, False)])
-    assert [c.name for c in conversation_set(["one"], files=[(path, False)])] == ["one"]
+        conversation_set(["nope"], files=[(path, "tuned")])
+    assert [c.name for c in conversation_set(["one"], files=[(path, "tuned")])] == ["one"]
 
 
 def test_the_shipped_sets_cover_what_the_bench_promises() -> None:
@@ -264,7 +265,9 @@ def test_the_shipped_sets_cover_what_the_bench_promises() -> None:
     assert any(t.expect_event == "timer_fired" for t in turns)
     assert any(c.restart_before for c in tuned)
     assert sum(t.rule.refusal is True for t in turns) >= 3
-    assert {c.name for c in conversation_set()} == {c.name for c in tuned + held}
+    blind = parse_conversations(BLIND.read_text(), BLIND.name, blind=True)
+    assert all(c.held_out and c.blind for c in blind) and not any(c.blind for c in tuned + held)
+    assert {c.name for c in conversation_set()} == {c.name for c in tuned + held + blind}
 
 
 def test_a_joke_about_having_no_internet_is_not_a_refusal() -> None:

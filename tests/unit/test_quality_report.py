@@ -65,8 +65,8 @@ def test_a_configuration_with_no_scored_turns_reports_dashes() -> None:
     s = summarise(QualityResult("empty", []))
     assert s["right_pct"] is None and "ttfa_client" not in s
     row = table({"empty": s})[1]
-    assert row.split() == ["empty", "0", "-", "-", "-", "-", "0", "0", "0/0", "-", "-", "-", "-",
-                           "-"]
+    assert row.split() == ["empty", "0", "-", "-", "-", "-", "-", "-", "0", "0", "0/0", "-", "-",
+                           "-", "-", "-"]
 
 
 def test_report_prints_a_row_per_config_and_the_wrong_turns_and_writes_json_and_png(
@@ -77,9 +77,10 @@ def test_report_prints_a_row_per_config_and_the_wrong_turns_and_writes_json_and_
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("default ", "qwen0.5 "))}
-    assert rows["default"][:9] == ["default", "7", "50.0", "50.0", "50.0", "50.0", "1", "1", "1/2"]
+    assert rows["default"][:11] == ["default", "7", "50.0", "50.0", "-", "50.0", "50.0", "-", "1",
+                                    "1", "1/2"]
     # Both right, but only the first was heard within a second: useful 50 %, right 100 %.
-    assert rows["qwen0.5"][:5] == ["qwen0.5", "2", "50.0", "-", "100.0"]
+    assert rows["qwen0.5"][:6] == ["qwen0.5", "2", "50.0", "-", "-", "100.0"]
     assert "1100/1190" in rows["qwen0.5"]
     assert "qwen0.5: 1 replies heard after 1000 ms" in out
     assert "default: 3 of 7 turns wrong" in out
