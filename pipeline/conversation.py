@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
 from pipeline.conversation_events import BargeIn, ConversationEvent, Emit, Error, Turn, UserSpeaking
-from pipeline.conversation_options import ConversationOptions
+from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.endpointing import endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
@@ -33,7 +33,7 @@ from pipeline.events import (
     SpeechResumed,
     SpeechStarted,
 )
-from pipeline.heard import stamp_heard
+from pipeline.heard import cut_last_reply, stamp_heard
 from pipeline.integrity import prompt_history
 from pipeline.llm import Message
 from pipeline.quality import turn_flags
@@ -68,14 +68,17 @@ class Conversation:
         skills: Skills | None = None,
         timers: Timers | None = None,
         room: Room | None = None,
+        needs: TransportNeeds | None = None,
     ) -> None:
+        needs = needs or TransportNeeds()
         self.models = models
         self.speaker = speaker
         self.options = options or ConversationOptions()
         self.room = room
         """This stream's room gate (`room.conditioning`: the transport's flag); None:
         webrtcvad alone (scripted audio in tests)."""
-        self.endpointer = Endpointer(self.options.vad, room=room)
+        self.endpointer = Endpointer(self.options.vad, needs.classify, room=room)
+        self._on_vad = needs.on_vad
         if room is not None:
             speaker.played = room.played  # the echo reference: what the room hears
         self.emit = emit or _ignore
@@ -100,7 +103,7 @@ class Conversation:
         self.talk_over = TalkOver(self)
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
-        self._spoken = True
+        self._spoken = needs.spoken
 
     def speak_replies(self, spoken: bool) -> None:
         """Whether replies are spoken (the default) or text only: no TTS job, no audio —
@@ -135,7 +138,10 @@ class Conversation:
     def push(self, frame: AudioFrame) -> None:
         """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
         self.endpointer.endpoint_ms = self.endpoint_ms
-        for event in self.endpointer.push(frame):
+        events = self.endpointer.push(frame)
+        if events and self._on_vad is not None:
+            self._on_vad(events)  # the transport sees them before they are acted on
+        for event in events:
             if isinstance(event, SpeechStarted):
                 log.debug("speech started")
                 self.talk_over.speech_started()
@@ -146,7 +152,7 @@ class Conversation:
                 if self.talk_over.paused(event):
                     pass  # a turn over the reply: its words decide (pipeline.talk_over)
                 elif event.again:
-                    self.rehearing.start(event, self._group)
+                    self.rehearing.start(event)
                 else:
                     self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
@@ -155,9 +161,9 @@ class Conversation:
             elif isinstance(event, Endpoint):
                 self.on_endpoint(event)
         if (unheard := self.endpointer.take_unheard()) is not None and self.busy:
-            self.talk_over.ended(unheard, self._reply, self._group)  # a word over the reply?
+            self.talk_over.ended(unheard, self._reply)  # a word over the reply?
         self.talk_over.check()
-        self.captions.maybe_start(self._group)
+        self.captions.maybe_start()
 
     def start_turn(self, *, audio: Any = None, text: str | None = None) -> bool:
         """Reply now to `audio` (transcribed as usual) or to `text` (taken as the
@@ -185,6 +191,38 @@ class Conversation:
         self.barge_in(reply, reason)
         return True
 
+    # --- the turn port (pipeline.turn_port): what talk_over, rehearing, captions use ---
+
+    @property
+    def in_flight(self) -> Reply | None:
+        return self._reply
+
+    def models_now(self) -> Models:
+        return self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        if self._group is None:
+            work.close()
+            return None
+        return self._group.create_task(work)
+
+    @property
+    def reply_held(self) -> bool:
+        return self.speaker.held
+
+    def hold_reply(self) -> None:
+        self.speaker.hold()
+        self.stats.holds += 1
+
+    def release_reply(self) -> None:
+        self.speaker.release()
+        self.stats.holds_released += 1
+
+    def truncate_last_reply(self, text: str, share: float) -> None:
+        """The client played only `share` of the last reply (`text`): the history keeps
+        that much of it, marked interrupted (Realtime's conversation.item.truncate)."""
+        self.history = cut_last_reply(self.history, text, share)
+
     def speculating(self) -> Reply | None:
         """The speculative reply being prepared, if any."""
         reply = self._reply
@@ -210,7 +248,7 @@ class Conversation:
                 stats.committed += 1
             return
         if self.busy:
-            self.talk_over.ended(event, reply, self._group)  # a word over the reply?
+            self.talk_over.ended(event, reply)  # a word over the reply?
             return
         self._start_reply(event.audio, event.speech_end, speculative=False)
         if self._reply is not None:
@@ -223,8 +261,7 @@ class Conversation:
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
         # Typed words are the transcript: the reply never waits on the ASR worker.
-        models = self.models if text is not None else self.models.for_room(
-            self.room is not None and self.room.noisy_ear(now()))
+        models = self.models if text is not None else self.models_now()
         if text is None and models.ear is not None and models.ear is models.noisy_ear:
             self.stats.noisy_ear_replies += 1
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
