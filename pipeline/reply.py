@@ -30,7 +30,7 @@ from pipeline.integrity import (
     prompt_history,
     sentence_budget,
 )
-from pipeline.llm import Message, Responder
+from pipeline.llm import Message, Promotes, Responder, TakesTools
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
@@ -135,9 +135,8 @@ class Reply:
         """The user's turn is over: this reply may play (and be shown)."""
         self.speculative = False
         self.committed.set()
-        promote = getattr(self.models.responder, "promote", None)
-        if promote is not None:  # a shared LLM: its job moves up to a confirmed turn's
-            promote()
+        if isinstance(self.models.responder, Promotes):  # a shared LLM: its job moves up
+            self.models.responder.promote()
         held, self._held = self._held, []
         for event in held:
             self.emit(event)
@@ -420,4 +419,4 @@ def _ends_sentence(text: str) -> bool:
 
 
 def _uses_tools(responder: Responder) -> bool:
-    return bool(getattr(responder, "tools", False))
+    return isinstance(responder, TakesTools) and responder.tools
