@@ -145,7 +145,7 @@ class Sessions:
         llm_memory = self.engine.llm_memory
         if llm_memory is None:
             return out
-        llm = dict(llm_memory())
+        llm: dict[str, Any] = dict(llm_memory())
         held: dict[str, int] = llm.pop("kv_bytes_held", {})
         out["llm"] = llm
         out["kv_bytes_per_session"] = {str(sid): held.get(str(_llm_key(session)), 0)

@@ -25,7 +25,7 @@ from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
 from pipeline.skills.intents import Recognizer

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from pipeline.conversation_options import ConversationOptions
     from pipeline.events import Endpoint, Pcm, SilenceOnset
     from pipeline.llm import Message
-    from pipeline.reply import Models, Reply
+    from pipeline.model_calls import Models
+    from pipeline.reply import Reply
     from pipeline.stats import SpeculationStats
 
 

@@ -20,7 +20,7 @@ from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
 from pipeline.llm import Message
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 from pipeline.vad import Endpointer, VadOptions

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.conversation_events import BargeIn, Transcript
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
 from pipeline.workers import ModelWorker
