@@ -179,3 +179,20 @@ async def test_replies_are_spoken_again_once_asked(workers: Workers) -> None:
         assert conv.start_turn(text="Still there?")
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert synthesizer.texts == ["Yes."]
+
+
+async def test_a_truncated_reply_keeps_only_its_heard_share_in_the_history(workers: Workers) -> None:
+    """Realtime's conversation.item.truncate, through Conversation.truncate_last_reply: the
+    last assistant message becomes the played share of its words, marked interrupted (so
+    the LLM reads it as cut), and a share of 1 leaves it whole."""
+    conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["One two three four."]),
+                                          FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert conv.start_turn(text="Count to four.")
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    conv.truncate_last_reply("One two three four.", 1.0)
+    assert conv.history[-1].content == "One two three four." and not conv.history[-1].interrupted
+    conv.truncate_last_reply("One two three four.", 0.5)
+    assert [(m.role, m.content, m.interrupted) for m in conv.history] == [
+        ("user", "Count to four.", False), ("assistant", "One two", True)]
