@@ -9,6 +9,7 @@ from pathlib import Path
 
 from models.choice import choices
 from models.intents import load_recognizer
+from models.list_store import SqliteListStore, default_data_dir
 from models.load import (
     ModelChoice,
     cpu_threads,
@@ -29,7 +30,6 @@ from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.llm import LlmOptions
 from pipeline.skills import Skill
-from pipeline.skills.lists import ListStore, default_data_dir
 from pipeline.tts import TtsOptions
 from pipeline.workers import CpuLock
 
@@ -171,7 +171,7 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
     return engine, located
 
 
-def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
+def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore]:
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from pipeline.skills.clock import ClockSkill
@@ -186,7 +186,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], ListStore]:
     from pipeline.skills.spell import SpellSkill
 
     folder = Path(data_dir).expanduser() if data_dir else default_data_dir()
-    store = ListStore(folder / "apace.sqlite3")
+    store = SqliteListStore(folder / "apace.sqlite3")
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
     # Facts before the refusals: "what currency does Japan use" is data, not a live price.

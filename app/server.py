@@ -35,6 +35,7 @@ from app.web_dir import WEB_DIR
 from pipeline.admission import LoadModel
 from pipeline.conversation_events import GoingAway, Turn, to_wire
 from pipeline.engine import Engine
+from pipeline.llm import Sequenced
 from pipeline.room import Stream
 from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER
 
@@ -114,7 +115,7 @@ class Sessions:
         self.metrics.observe_turn(timeline_ms)
         if (ms := timeline_ms.get(TTFA_SERVER)) is not None:
             self.load.turn(time.monotonic(), ms)
-        self._sample_load()
+        self.sample_load()
         self.hub.publish(record)
         if self.hub.clients:  # the percentiles moved: show them now, not at the next tick
             self.hub.publish(dash.stats_message(self.stats()))
@@ -141,10 +142,10 @@ class Sessions:
     def memory(self) -> dict[str, Any]:
         """The process's resident memory and, with a shared LLM, its KV per session."""
         out: dict[str, Any] = {"rss_bytes": _process_usage().get("rss_bytes")}
-        llm_memory = getattr(self.engine, "llm_memory", None)
+        llm_memory = self.engine.llm_memory
         if llm_memory is None:
             return out
-        llm = dict(llm_memory())
+        llm: dict[str, Any] = dict(llm_memory())
         held: dict[str, int] = llm.pop("kv_bytes_held", {})
         out["llm"] = llm
         out["kv_bytes_per_session"] = {str(sid): held.get(str(_llm_key(session)), 0)
@@ -165,7 +166,7 @@ class Sessions:
         if open_now >= self.options.max_sessions:
             raise Refused(503, f"server full: {self.options.max_sessions} sessions are active;"
                                " try again later", retry, kind="full")
-        self._sample_load()
+        self.sample_load()
         if self.options.admit_by_load:
             verdict = self.load.verdict(open_now)
             if not verdict.admit:
@@ -179,8 +180,9 @@ class Sessions:
         return (sum(1 for s in self.live.values() if not s.closing)
                 + sum(count() for count in self.others))
 
-    def _sample_load(self) -> None:
-        cpu = getattr(self.engine, "cpu", None)
+    def sample_load(self) -> None:
+        """Record the CPU's busy time now (the load verdict reads it; a node's report)."""
+        cpu = self.engine.cpu
         if cpu is not None:
             self.load.busy_total(time.monotonic(), cpu.held_s)
 
@@ -336,8 +338,10 @@ def _describe(task: asyncio.Task[Any]) -> str:
 
 def _llm_key(session: Session) -> int | None:
     """The session's sequence key in the shared LLM (None before its conversation opens)."""
-    models = getattr(session.conversation, "models", None)
-    return getattr(getattr(models, "responder", None), "key", None)
+    if session.conversation is None:
+        return None
+    responder = session.conversation.models.responder
+    return responder.key if isinstance(responder, Sequenced) else None
 
 
 def _process_usage() -> dict[str, int]:

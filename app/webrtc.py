@@ -37,7 +37,7 @@ def shorten_jitter_buffer(pc: RTCPeerConnection, track: MediaStreamTrack, hold: 
     for transceiver in pc.getTransceivers():
         receiver = transceiver.receiver
         if receiver.track is track and hasattr(receiver, "_RTCRtpReceiver__jitter_buffer"):
-            receiver._RTCRtpReceiver__jitter_buffer = PacketJitterBuffer(hold)
+            receiver._RTCRtpReceiver__jitter_buffer = PacketJitterBuffer(hold)  # noqa: SLF001
             return
     log.warning("could not shorten the jitter buffer (aiortc changed?)")
 
@@ -62,7 +62,7 @@ class PacketJitterBuffer(JitterBuffer):
             head = self._packets[self._origin % self.capacity]
             if head is not None:
                 self.remove(1)
-                return JitterFrame(data=head._data, timestamp=head.timestamp)  # type: ignore[attr-defined]
+                return JitterFrame(data=head._data, timestamp=head.timestamp)  # type: ignore[attr-defined]  # noqa: SLF001
             if sum(packet is not None for packet in self._packets) <= self.hold:
                 return None  # the missing packet may still come
             self.remove(1)  # lost: go on without it

@@ -55,7 +55,7 @@ class Aec3:
     def close(self) -> None:
         apm, self._apm = self._apm, None
         if apm is not None:
-            apm._ffi_handle.dispose()
+            apm._ffi_handle.dispose()  # noqa: SLF001
 
     def _make(self, pcm: Pcm) -> Any:
         if self._apm is None:

@@ -39,13 +39,13 @@ CHATML = (
 
 def held(llama: Llama) -> npt.NDArray[np.intc]:
     """The tokens `llama`'s context holds in its KV, in order."""
-    return np.asarray(llama._input_ids, np.intc)
+    return np.asarray(llama._input_ids, np.intc)  # noqa: SLF001
 
 
 def extend(llama: Llama, tokens: Sequence[int], *, reread_last: bool = False) -> None:
     """Make the KV hold `tokens`: keep the longest prefix it holds, read the rest.
     `reread_last`: read the last token even when it is held (its logits are wanted)."""
-    keep = _prefix_len(llama._input_ids, tokens)
+    keep = _prefix_len(llama._input_ids, tokens)  # noqa: SLF001
     if reread_last:
         keep = max(0, min(keep, len(tokens) - 1))
     if keep == len(tokens):
@@ -73,7 +73,7 @@ def last_logits(llama: Llama) -> npt.NDArray[np.float32]:
 def logits_all(llama: Llama, on: bool) -> None:
     """Keep the logits of every position read from now on (verifying drafts needs them;
     the buffer is sized by the constructor's `logits_all`: models/load.py)."""
-    llama._logits_all = on
+    llama._logits_all = on  # noqa: SLF001
 
 
 # -- a sequence's KV as bytes --------------------------------------------------------------
@@ -110,7 +110,7 @@ def open_context(llama: Llama, params: Any) -> Any:
     """A second llama.cpp context on `llama`'s weights (closed with `.close()`)."""
     from llama_cpp import _internals
 
-    return _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+    return _internals.LlamaContext(model=llama._model, params=params, verbose=False)  # noqa: SLF001
 
 
 def open_batch(tokens: int) -> Any:
@@ -126,7 +126,7 @@ def end_tokens(llama: Llama) -> set[int]:
 
     if llama.n_vocab() > 200_000:  # too many to ask one by one
         return {llama.token_eos()}
-    vocab = llama._model.vocab
+    vocab = llama._model.vocab  # noqa: SLF001
     return {t for t in range(llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)}
 
 
@@ -134,7 +134,7 @@ def kv_bytes_per_token(llama: Llama) -> int:
     """K and V in f16 for every layer: 2 x layers x (embedding / heads x KV heads) x 2."""
     import llama_cpp
 
-    model = llama._model.model
+    model = llama._model.model  # noqa: SLF001
     layers = llama_cpp.llama_model_n_layer(model)
     heads, kv_heads = llama_cpp.llama_model_n_head(model), llama_cpp.llama_model_n_head_kv(model)
     width = llama_cpp.llama_model_n_embd(model) // max(1, heads) * kv_heads

@@ -129,7 +129,7 @@ class LlamaResponder:
 
     def warm(self, history: Sequence[Message]) -> None:
         self.llama.reset()  # type: ignore[no-untyped-call]
-        tokens = self._next_prompt_start(history)
+        tokens = self.next_prompt_start(history)
         for warm in self.also_warm:
             warm(tokens)
         state = self.prompt_state
@@ -145,7 +145,7 @@ class LlamaResponder:
         if user_start:
             self._extend(self._user_start(history, user_start))
         else:
-            self._extend(self._next_prompt_start(history))
+            self._extend(self.next_prompt_start(history))
 
     def _user_start(self, history: Sequence[Message], words: str) -> list[int]:
         """The prompt's tokens up to the end of `words`, the start of the user's message.
@@ -154,10 +154,10 @@ class LlamaResponder:
         prompt = self.prompt(self.fit(history, words), words)
         at = prompt.rfind(words)
         if at < 0:  # a template that rewrites the user's words: nothing safe to read ahead
-            return self._next_prompt_start(history)
+            return self.next_prompt_start(history)
         return self._tokens(prompt[: at + len(words)])
 
-    def _next_prompt_start(self, history: Sequence[Message]) -> list[int]:
+    def next_prompt_start(self, history: Sequence[Message]) -> list[int]:
         """The tokens the next turn's prompt starts with, whatever the user says: system
         prompt, the history `fit` will keep, and the template's start of a user message."""
         kept = self.fit(history, _PROBES[0])

@@ -157,7 +157,7 @@ def open_shared(path: Path, options: LlmOptions, *, sequences: int = 5,
                              threads=options.threads, cpu=cpu, draft_stats=draft_stats)
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
-    shared.set_template(SeqResponder(shared, path.name, options)._next_prompt_start([]))
+    shared.set_template(SeqResponder(shared, path.name, options).next_prompt_start([]))
     return shared
 
 

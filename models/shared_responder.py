@@ -72,7 +72,7 @@ class SeqResponder(LlamaResponder):
             self.shared.wake()
 
     def warm(self, history: Sequence[Message]) -> None:
-        self._extend(self._next_prompt_start(history))
+        self._extend(self.next_prompt_start(history))
 
     def _no_calls(self) -> dict[int, float]:
         if self.shared.call_bias is None:

@@ -6,8 +6,9 @@ window sizing and vocabulary bias, is models/whisper.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pipeline.events import Pcm
 
@@ -32,6 +33,13 @@ class Transcriber(Protocol):
     (None: the usual; TALK_OVER_VOCABULARY for words said over a reply)."""
 
     def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class TranscribesMany(Protocol):
+    """A Transcriber that can transcribe several utterances in one batch (pipeline.ear)."""
+
+    def transcribe_many(self, pcms: Sequence[Pcm]) -> list[str]: ...
 
 
 @dataclass(frozen=True, kw_only=True)

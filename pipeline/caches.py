@@ -19,7 +19,7 @@ import numpy as np
 from pipeline.events import Pcm
 from pipeline.llm import Message
 from pipeline.stats import CacheStats
-from pipeline.tts import Synthesizer
+from pipeline.tts import Synthesizer, Tuned
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -116,7 +116,8 @@ class CachedSynthesizer:
         self.stats = self._cache.stats
 
     def synthesize(self, text: str) -> Iterator[Pcm]:
-        key = (self.voice_id, repr(getattr(self.inner, "options", None)), " ".join(text.split()))
+        options = self.inner.options if isinstance(self.inner, Tuned) else None
+        key = (self.voice_id, repr(options), " ".join(text.split()))
         cached = self._cache.get(key)
         if cached is not None:
             yield from (chunk.copy() for chunk in cached)

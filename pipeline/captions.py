@@ -1,9 +1,9 @@
 """Live captions while the user speaks, and the LLM (and turn detector) reading their
 settled words ahead, so that at silence onset only the rest of the turn is left.
 
-Background work for one Conversation: each caption transcribes the utterance so far, at
-most every `partial_interval_s`, behind every confirmed or speculative job; a failure
-costs only the head start.
+Background work for one Conversation, through its turn port (pipeline.turn_port): each
+caption transcribes the utterance so far, at most every `partial_interval_s`, behind every
+confirmed or speculative job; a failure costs only the head start.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pipeline.conversation_events import Transcript
 from pipeline.workers import Priority
 
 if TYPE_CHECKING:
-    from pipeline.conversation import Conversation
+    from pipeline.turn_port import TurnPort
 
 log = logging.getLogger(__name__)
 
 
 class Captions:
-    def __init__(self, conversation: Conversation) -> None:
+    def __init__(self, conversation: TurnPort) -> None:
         self.conversation = conversation
         self._task: asyncio.Task[None] | None = None
         self._at = 0.0
@@ -31,14 +31,13 @@ class Captions:
     def speech_started(self) -> None:
         self._at = 0.0
 
-    def maybe_start(self, group: asyncio.TaskGroup | None) -> None:
+    def maybe_start(self) -> None:
         """A caption of the utterance so far, if one is due and none is running."""
         conv = self.conversation
         interval = conv.options.partial_interval_s
         endpointer = conv.endpointer
         if (
             interval is None
-            or group is None
             or not endpointer.speaking
             or endpointer.pausing
             or (self._task is not None and not self._task.done())
@@ -46,7 +45,7 @@ class Captions:
         ):
             return
         self._at = endpointer.utterance_s
-        self._task = group.create_task(self._caption(endpointer.utterance()))
+        self._task = conv.spawn(self._caption(endpointer.utterance()))
 
     def stop(self) -> None:
         """The speculative transcript supersedes the caption: a job waiting for the CPU

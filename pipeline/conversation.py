@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -22,8 +22,8 @@ import numpy as np
 from pipeline.bell import Bell
 from pipeline.caches import ReplyCache
 from pipeline.captions import Captions
-from pipeline.conversation_events import BargeIn, ConversationEvent, Emit, Error, Turn, UserSpeaking
-from pipeline.conversation_options import ConversationOptions
+from pipeline.conversation_events import BargeIn, Emit, Error, Turn, UserSpeaking
+from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.endpointing import endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
@@ -33,26 +33,22 @@ from pipeline.events import (
     SpeechResumed,
     SpeechStarted,
 )
-from pipeline.heard import stamp_heard
+from pipeline.heard import cut_last_reply, stamp_heard
 from pipeline.integrity import prompt_history
 from pipeline.llm import Message
-from pipeline.quality import turn_flags
+from pipeline.model_calls import Models
 from pipeline.rehearing import Rehearing
-from pipeline.reply import NOT_CAUGHT, Models, Reply
+from pipeline.reply import Reply
 from pipeline.room import Room
 from pipeline.skills import LastResult, SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
 from pipeline.stats import EngineStats, SpeculationStats
 from pipeline.talk_over import TalkOver
 from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
+from pipeline.turn_record import last_reply, record
 from pipeline.vad import Endpointer
-from pipeline.workers import Priority
 
 log = logging.getLogger(__name__)
-
-
-def _ignore(_event: ConversationEvent) -> None:
-    pass
 
 
 class Conversation:
@@ -68,17 +64,20 @@ class Conversation:
         skills: Skills | None = None,
         timers: Timers | None = None,
         room: Room | None = None,
+        needs: TransportNeeds | None = None,
     ) -> None:
+        needs = needs or TransportNeeds()
         self.models = models
         self.speaker = speaker
         self.options = options or ConversationOptions()
         self.room = room
         """This stream's room gate (`room.conditioning`: the transport's flag); None:
         webrtcvad alone (scripted audio in tests)."""
-        self.endpointer = Endpointer(self.options.vad, room=room)
+        self.endpointer = Endpointer(self.options.vad, needs.classify, room=room)
+        self._on_vad = needs.on_vad
         if room is not None:
             speaker.played = room.played  # the echo reference: what the room hears
-        self.emit = emit or _ignore
+        self.emit: Emit = emit or (lambda _event: None)
         self.on_turn = on_turn
         self.history: list[Message] = []
         self.last_result: LastResult | None = None
@@ -100,7 +99,7 @@ class Conversation:
         self.talk_over = TalkOver(self)
         self.skills = skills
         self.bell = Bell(timers, speaker, self._say, self.emit) if timers is not None else None
-        self._spoken = True
+        self._spoken = needs.spoken
 
     def speak_replies(self, spoken: bool) -> None:
         """Whether replies are spoken (the default) or text only: no TTS job, no audio —
@@ -135,7 +134,10 @@ class Conversation:
     def push(self, frame: AudioFrame) -> None:
         """Advance on one 20 ms frame of the user's audio (cheap: webrtcvad only)."""
         self.endpointer.endpoint_ms = self.endpoint_ms
-        for event in self.endpointer.push(frame):
+        events = self.endpointer.push(frame)
+        if events and self._on_vad is not None:
+            self._on_vad(events)  # the transport sees them before they are acted on
+        for event in events:
             if isinstance(event, SpeechStarted):
                 log.debug("speech started")
                 self.talk_over.speech_started()
@@ -146,7 +148,7 @@ class Conversation:
                 if self.talk_over.paused(event):
                     pass  # a turn over the reply: its words decide (pipeline.talk_over)
                 elif event.again:
-                    self.rehearing.start(event, self._group)
+                    self.rehearing.start(event)
                 else:
                     self._start_reply(event.audio, event.speech_end, speculative=True)
             elif isinstance(event, SpeechResumed):
@@ -155,9 +157,9 @@ class Conversation:
             elif isinstance(event, Endpoint):
                 self.on_endpoint(event)
         if (unheard := self.endpointer.take_unheard()) is not None and self.busy:
-            self.talk_over.ended(unheard, self._reply, self._group)  # a word over the reply?
+            self.talk_over.ended(unheard, self._reply)  # a word over the reply?
         self.talk_over.check()
-        self.captions.maybe_start(self._group)
+        self.captions.maybe_start()
 
     def start_turn(self, *, audio: Any = None, text: str | None = None) -> bool:
         """Reply now to `audio` (transcribed as usual) or to `text` (taken as the
@@ -185,6 +187,38 @@ class Conversation:
         self.barge_in(reply, reason)
         return True
 
+    # --- the turn port (pipeline.turn_port): what talk_over, rehearing, captions use ---
+
+    @property
+    def in_flight(self) -> Reply | None:
+        return self._reply
+
+    def models_now(self) -> Models:
+        return self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        if self._group is None:
+            work.close()
+            return None
+        return self._group.create_task(work)
+
+    @property
+    def reply_held(self) -> bool:
+        return self.speaker.held
+
+    def hold_reply(self) -> None:
+        self.speaker.hold()
+        self.stats.holds += 1
+
+    def release_reply(self) -> None:
+        self.speaker.release()
+        self.stats.holds_released += 1
+
+    def truncate_last_reply(self, text: str, share: float) -> None:
+        """The client played only `share` of the last reply (`text`): the history keeps
+        that much of it, marked interrupted (Realtime's conversation.item.truncate)."""
+        self.history = cut_last_reply(self.history, text, share)
+
     def speculating(self) -> Reply | None:
         """The speculative reply being prepared, if any."""
         reply = self._reply
@@ -210,7 +244,7 @@ class Conversation:
                 stats.committed += 1
             return
         if self.busy:
-            self.talk_over.ended(event, reply, self._group)  # a word over the reply?
+            self.talk_over.ended(event, reply)  # a word over the reply?
             return
         self._start_reply(event.audio, event.speech_end, speculative=False)
         if self._reply is not None:
@@ -223,8 +257,7 @@ class Conversation:
         timeline = Timeline(turn=len(self.turns) + 1)
         timeline.stamp(SPEECH_END, speech_end)
         # Typed words are the transcript: the reply never waits on the ASR worker.
-        models = self.models if text is not None else self.models.for_room(
-            self.room is not None and self.room.noisy_ear(now()))
+        models = self.models if text is not None else self.models_now()
         if text is None and models.ear is not None and models.ear is models.noisy_ear:
             self.stats.noisy_ear_replies += 1
         reply = Reply(models, self.speaker, list(self.history), audio, timeline,
@@ -259,26 +292,17 @@ class Conversation:
         assert self.skills is not None
         context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
                                owner=self.options.owner, transcript=transcript,
-                               previous=self._last_reply(), last=self.last_result)
+                               previous=last_reply(self.history), last=self.last_result)
         return self.skills.answer(transcript, context)
-
-    def _last_reply(self) -> str:
-        return next((m.content for m in reversed(self.history)
-                     if m.role == "assistant" and m.content), "")
 
     def _acted(self, skill: SkillReply) -> None:
         if skill.skill == "timer" and self.bell is not None:
             self.bell.changed()
 
     async def _say(self, text: str) -> Any:
-        """`text` in the reply voice, as one piece of audio (a timer's spoken line; none
-        when replies are text only: the ring is shown, TimerFired carries its words)."""
-        models = self.models
-        if not self._spoken:
-            return np.zeros(0, np.int16)
-        chunks = await models.tts_worker.run(
-            lambda: list(models.synthesizer.synthesize(text)), priority=Priority.CONFIRMED)
-        return np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+        """A timer's spoken line (none when replies are text only: the ring is shown,
+        TimerFired carries its words)."""
+        return await self.models.say(text) if self._spoken else np.zeros(0, np.int16)
 
     def _cache_key(self, history: list[Message], transcript: str) -> str:
         responder = self.models.responder
@@ -309,15 +333,6 @@ class Conversation:
         """What the next reply's LLM will read of the history (pipeline.integrity): idle
         reading ahead must read exactly that, or the reply re-reads it all."""
         return prompt_history(self.history, self.options.integrity)
-
-    async def _prefill_next(self, history: list[Message]) -> None:
-        """Idle work: a failure here must not end the conversation (it is in its group)."""
-        models = self.models
-        try:
-            await models.llm_worker.run(models.responder.prefill, history,
-                                        priority=Priority.BACKGROUND)
-        except Exception:
-            log.exception("prefill failed")
 
     def speculation_stats(self) -> tuple[SpeculationStats, ...]:
         return (self.speculation, self.stats.speculation)
@@ -360,43 +375,22 @@ class Conversation:
         self._reply = None
 
     def _finish(self, reply: Reply, *, interrupted: bool) -> None:
-        heard = reply.played_text if interrupted else reply.text.strip()
-        earlier = [m.content for m in self.history if m.role == "assistant"]
-        quality = turn_flags(reply.text, reply.transcript or "", earlier, audio_s=reply.audio_s)
+        done = record(reply, self.history, len(self.turns) + 1, interrupted=interrupted)
         self._respeculated = None
-        # Nothing said ("stop": pipeline.skills.hush), nothing understood (the 0.5B put
-        # the "M-m-m-champ." it could not answer into its next story), or an honest
-        # refusal (after one "I can't get the news: I work offline…", Qwen2.5-0.5B answered
-        # the next five questions "I can't get the …: I work offline") is left out of the
-        # prompt, as a cut reply is.
-        refused = reply.skill is not None and reply.skill.refusal
-        left_out = interrupted or not heard or refused or reply.text.strip() == NOT_CAUGHT
-        if self.reply_cache is not None and not left_out and reply.transcript and reply.skill is None:
+        if (self.reply_cache is not None and not done.left_out and reply.transcript
+                and reply.skill is None):
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
-        self.history += [Message("user", reply.transcript or ""),
-                         Message("assistant", heard, interrupted=left_out)]
-        if heard and reply.text.strip() != NOT_CAUGHT:  # else the referent stands: asked again
-            self.last_result = _result_of(reply)
+        self.history += done.messages
+        if done.referent_changed:  # else the referent stands: asked again
+            self.last_result = done.result
         if self._group is not None:  # read the next prompt's start while the user is silent
-            self._prefill = self._group.create_task(self._prefill_next(self.llm_history()))
-        turn = Turn(len(self.turns) + 1, reply.transcript or "", reply.text.strip(), heard,
-                    interrupted, reply.timeline, reply.done_logprob,
-                    skill=reply.skill.skill if reply.skill is not None else None,
-                    source=reply.skill.source if reply.skill is not None else None,
-                    copies=reply.copies, quality=quality)
-        self.turns.append(turn)
+            self._prefill = self._group.create_task(self.models.prefill_next(self.llm_history()))
+        self.turns.append(done.turn)
         self.stats.turns += 1
         self.stats.llm_tokens += reply.tokens
         self.stats.llm_seconds += reply.llm_seconds
-        self.emit(turn)
+        self.emit(done.turn)
         if self.on_turn is not None:
-            self.on_turn(turn)
+            self.on_turn(done.turn)
         if self._reply is reply:
             self._reply = None
-
-
-def _result_of(reply: Reply) -> LastResult | None:
-    """What a finished turn leaves for a follow-up: its skill's result, or the LLM's topic."""
-    if reply.skill is not None:
-        return reply.skill.result
-    return LastResult(skill="llm", kind="topic", topic=reply.transcript or "")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipeline.clauses import ClauseOptions
 from pipeline.endpointing import EndpointOptions
+from pipeline.events import Pcm, VadEvent
 from pipeline.integrity import IntegrityOptions
 from pipeline.room import RoomOptions
 from pipeline.vad import VadOptions
@@ -82,3 +84,22 @@ class ConversationOptions:
                              f" None, got {self.held_barge_in_ms}")
         if self.hold_release_ms <= 0:
             raise ValueError(f"hold_release_ms must be > 0, got {self.hold_release_ms}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransportNeeds:
+    """What a way in needs of its conversation, said when it is opened (`Engine.open`):
+    no transport patches a running Conversation."""
+
+    on_vad: Callable[[list[VadEvent]], None] | None = None
+    """Told the endpointer's events of each frame before the conversation acts on them
+    (Realtime's input_audio_buffer.speech_started/stopped)."""
+    classify: Callable[[Pcm], bool] | None = None
+    """Replaces webrtcvad's speech/no-speech call (tests)."""
+    spoken: bool = True
+    """Replies are spoken; False: text only, no TTS job at all (Wyoming's handle: Home
+    Assistant speaks the reply through its own TTS step). `Conversation.speak_replies`
+    changes it later (a Realtime session.update)."""
+    rings: bool = True
+    """Something carries a timer's ring to the user; False (Wyoming's handle: each
+    exchange ends with its reply): the timer skill says so instead of setting one."""

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.asr import Transcriber
+from pipeline.asr import Transcriber, TranscribesMany
 from pipeline.events import Pcm
 from pipeline.stats import EngineStats
 from pipeline.workers import ModelWorker, Priority
@@ -44,7 +44,7 @@ class Ear:
             raise ValueError("max_batch must be at least 1")
         self.transcriber = transcriber
         self.worker = worker
-        self._many = getattr(transcriber, "transcribe_many", None)
+        self._many = transcriber.transcribe_many if isinstance(transcriber, TranscribesMany) else None
         self.max_batch = max_batch if self._many is not None else 1
         self._waiting: list[_Job] = []
         self._lock = threading.Lock()

@@ -21,11 +21,11 @@ from pipeline.asr import Transcriber
 from pipeline.caches import CachedSynthesizer, ReplyCache
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Emit, Turn
-from pipeline.conversation_options import ConversationOptions
+from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
 from pipeline.llm import Responder
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
 from pipeline.skills.intents import Recognizer
@@ -125,13 +125,15 @@ class Engine:
     async def open(
         self, speaker: Speaker, emit: Emit | None = None,
         on_turn: Callable[[Turn], None] | None = None, stream: Stream | None = None,
-        keep_timers: bool = True,
+        keep_timers: bool = True, needs: TransportNeeds | None = None,
     ) -> AsyncIterator[Conversation]:
         """A conversation with its own llama context, warmed; closed on exit. `stream`:
         what the transport knows of its microphone audio (the room gate's per-stream
         settings; default: raw audio from a session opened before anyone speaks).
         `keep_timers`: its timers are written down (`timer_keeper`) and it takes over the
-        owner's timers no live conversation rings (False: a way in that cannot ring)."""
+        owner's timers no live conversation rings (False: a way in that cannot ring).
+        `needs`: what the way in needs of it (pipeline.conversation_options.TransportNeeds)."""
+        needs = needs or TransportNeeds()
         llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
         opened: ClosableResponder | None = None
         room: Room | None = None
@@ -143,14 +145,14 @@ class Engine:
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector,
                             self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear)
-            timers = self._timers(holder) if self.skills is not None else None
+            timers = self._timers(holder, needs.rings) if self.skills is not None else None
             skills = (default_skills(timers=timers, store=self.store, extra=self.skills,
                                      recognizer=self.recognizer)
                       if timers is not None and self.skills is not None else None)
             room = self.room(stream or Stream())
             yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
                                stats=self.stats, reply_cache=self.reply_cache,
-                               skills=skills, timers=timers, room=room)
+                               skills=skills, timers=timers, room=room, needs=needs)
         finally:
             # No await here: this cleanup must complete even if cancelled again.
             if room is not None:
@@ -159,12 +161,12 @@ class Engine:
                 self.timer_keeper.release(holder)
             llm_worker.close(opened.close if opened is not None else None, wait=0)
 
-    def _timers(self, holder: str | None) -> Timers:
+    def _timers(self, holder: str | None, rings: bool) -> Timers:
         """A conversation's timers: with the owner's written-down ones when `holder`."""
         if holder is None or self.timer_keeper is None:
-            return Timers()
+            return Timers(rings=rings)
         owner = self.options.owner
-        timers = Timers(journal=self.timer_keeper.bound(owner, holder))
+        timers = Timers(journal=self.timer_keeper.bound(owner, holder), rings=rings)
         timers.restore(self.timer_keeper.adopt(owner, holder, monotonic=now(),
                                                wall=datetime.now().astimezone()))
         return timers

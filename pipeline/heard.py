@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pipeline.conversation_events import Turn
 from pipeline.events import SAMPLE_RATE, Clause
+from pipeline.llm import Message
 from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER, Timeline
 
 
@@ -71,3 +72,17 @@ def stamp_heard(current: Timeline | None, turns: list[Turn], t: float) -> Turn |
             turns[i] = dataclasses.replace(turn, timeline=turn.timeline.with_stamp(TTFA_BROWSER, t))
             return turns[i]
     return None
+
+
+def cut_last_reply(history: list[Message], text: str, share: float) -> list[Message]:
+    """`history` with its last assistant message cut to the heard `share` of `text`
+    (marked interrupted); unchanged when all of it was heard (`share` >= 1)."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "assistant":
+            if share >= 1.0:
+                break
+            words = text.split()
+            heard = " ".join(words[: int(len(words) * max(0.0, share))])
+            return [*history[:index], Message("assistant", heard, interrupted=True),
+                    *history[index + 1:]]
+    return list(history)

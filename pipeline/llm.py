@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,32 @@ class Responder(Protocol):
         user speaks also `user_start`, the words the live caption has settled on. Only ever
         a head start, never a change to a reply."""
         ...
+
+
+# Capabilities some Responders have (isinstance, not getattr: each is declared here).
+
+
+@runtime_checkable
+class Promotes(Protocol):
+    """A Responder whose jobs wait in a queue shared with other conversations
+    (models/shared_responder.py): a committed turn's job moves up to confirmed priority."""
+
+    def promote(self) -> None: ...
+
+
+@runtime_checkable
+class TakesTools(Protocol):
+    """A Responder whose chat template takes tools (pipeline.tools): `tools` says
+    whether they are offered (LlmOptions.tools and the template)."""
+
+    tools: bool
+
+
+@runtime_checkable
+class Sequenced(Protocol):
+    """A Responder that is one sequence of a shared LLM: `key` names its KV there."""
+
+    key: int
 
 
 @dataclass(frozen=True, kw_only=True)

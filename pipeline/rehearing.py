@@ -8,7 +8,8 @@ the speculation stands if the words are the same (the voice was the room's), els
 one starts from them. An endpoint that comes meanwhile waits for those words, so a turn is
 never answered from the stale transcript nor transcribed a third time.
 
-A collaborator of one Conversation (like pipeline.captions).
+A collaborator of one Conversation (like pipeline.captions), through its turn port
+(pipeline.turn_port).
 """
 
 from __future__ import annotations
@@ -22,21 +23,21 @@ from pipeline.turn_detector import normalise
 from pipeline.workers import Priority
 
 if TYPE_CHECKING:
-    from pipeline.conversation import Conversation
     from pipeline.reply import Reply
+    from pipeline.turn_port import TurnPort
 
 log = logging.getLogger(__name__)
 STALE = "voice after its silence onset"
 
 
 class Rehearing:
-    def __init__(self, conversation: Conversation) -> None:
+    def __init__(self, conversation: TurnPort) -> None:
         self.conversation = conversation
         self._task: asyncio.Task[None] | None = None
         self._ended: Endpoint | None = None
         """The turn's endpoint, come while it was being heard again (acted on after)."""
 
-    def start(self, onset: SilenceOnset, group: asyncio.TaskGroup | None) -> None:
+    def start(self, onset: SilenceOnset) -> None:
         """Late voice in the pause stopped: hear the turn (`onset.audio`) again."""
         conv = self.conversation
         reply = conv.speculating()
@@ -45,11 +46,11 @@ class Rehearing:
             conv.cancel_speculation(reason=STALE)
             conv.speculate(onset)
             return
-        if group is not None:
-            self.stop()
+        self.stop()
+        self._task = conv.spawn(self._compare(reply, onset))
+        if self._task is not None:
             for stats in conv.speculation_stats():
                 stats.reheard += 1
-            self._task = group.create_task(self._compare(reply, onset))
 
     def hold(self, endpoint: Endpoint) -> bool:
         """The turn ended: True if it is being heard again (the endpoint is acted on

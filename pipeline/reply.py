@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.asr import Transcriber
 from pipeline.claims import NOT_DONE, claims_action
 from pipeline.clauses import ClauseOptions, ClauseSplitter
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
-from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
 from pipeline.heard import Spoken, heard_words
 from pipeline.integrity import (
@@ -30,53 +27,18 @@ from pipeline.integrity import (
     prompt_history,
     sentence_budget,
 )
-from pipeline.llm import Message, Responder
+from pipeline.llm import Message, Promotes, Responder, TakesTools
+from pipeline.model_calls import Models
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
 from pipeline.tools import may_be_call, request_for, without_markers
-from pipeline.tts import Synthesizer
-from pipeline.turn_detector import TurnDetector
-from pipeline.workers import Gate, ModelWorker, Priority
+from pipeline.workers import Gate, Priority
 
 log = logging.getLogger(__name__)
 
 NOT_CAUGHT = "Sorry, I didn't catch that."
 """Said when the LLM's only answer is a tool call that cannot be made (never the call)."""
-
-
-@dataclass(frozen=True)
-class Models:
-    """The model calls a reply needs, each with the worker that runs it."""
-
-    transcriber: Transcriber
-    asr_worker: ModelWorker
-    responder: Responder
-    llm_worker: ModelWorker
-    synthesizer: Synthesizer
-    tts_worker: ModelWorker
-    detector: TurnDetector | None = None
-    detector_worker: ModelWorker | None = None
-    ear: Ear | None = None
-    """Transcription on `asr_worker`, shared by every conversation of an engine so that
-    jobs due together go as one batch (pipeline/ear.py); None: one of these models' own."""
-    noisy_ear: Ear | None = None
-    """A sturdier (slower) transcription for noisy rooms, on the same worker (None: none)."""
-
-    def __post_init__(self) -> None:
-        if self.ear is None:
-            object.__setattr__(self, "ear", Ear(self.transcriber, self.asr_worker))
-
-    def for_room(self, noisy: bool) -> Models:
-        """These models, hearing with the noisy-room ear when `noisy` and there is one."""
-        if not noisy or self.noisy_ear is None or self.noisy_ear is self.ear:
-            return self
-        return dataclasses.replace(self, ear=self.noisy_ear)
-
-    async def hear(self, pcm: Pcm, priority: Priority, *, vocabulary: str | None = None) -> str:
-        """`pcm`'s transcript, from the ASR worker (biased toward `vocabulary`, if given)."""
-        assert self.ear is not None
-        return await self.ear.transcribe(pcm, priority=priority, vocabulary=vocabulary)
 
 
 @dataclass
@@ -135,9 +97,8 @@ class Reply:
         """The user's turn is over: this reply may play (and be shown)."""
         self.speculative = False
         self.committed.set()
-        promote = getattr(self.models.responder, "promote", None)
-        if promote is not None:  # a shared LLM: its job moves up to a confirmed turn's
-            promote()
+        if isinstance(self.models.responder, Promotes):  # a shared LLM: its job moves up
+            self.models.responder.promote()
         held, self._held = self._held, []
         for event in held:
             self.emit(event)
@@ -420,4 +381,4 @@ def _ends_sentence(text: str) -> bool:
 
 
 def _uses_tools(responder: Responder) -> bool:
-    return bool(getattr(responder, "tools", False))
+    return isinstance(responder, TakesTools) and responder.tools

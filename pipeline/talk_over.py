@@ -17,7 +17,8 @@ endpoint like any other — so a question asked over the reply is answered as fa
 asked in silence, and a "mm-hm" lets the reply go on ~200 ms after it, not an endpoint
 later. (At barge_in_ms, 200 ms, a "mm-hm" or an "okay" interrupted the reply.)
 
-A collaborator of one Conversation (like pipeline.rehearing).
+A collaborator of one Conversation (like pipeline.rehearing), through its turn port
+(pipeline.turn_port).
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ from typing import TYPE_CHECKING
 
 from pipeline.asr import TALK_OVER_VOCABULARY
 from pipeline.events import Endpoint, Pcm, SilenceOnset
-from pipeline.timeline import now
 from pipeline.turn_detector import normalise
 from pipeline.workers import Priority
 
 if TYPE_CHECKING:
-    from pipeline.conversation import Conversation
     from pipeline.reply import Reply
+    from pipeline.turn_port import TurnPort
 
 log = logging.getLogger("pipeline.conversation")
 
@@ -70,7 +70,7 @@ def repeats_reply(words: str, reply: str) -> bool:
 
 
 class TalkOver:
-    def __init__(self, conversation: Conversation) -> None:
+    def __init__(self, conversation: TurnPort) -> None:
         self.conversation = conversation
         self._held_turn = False
         """The user's turn now going on held the reply: its words decide."""
@@ -86,23 +86,21 @@ class TalkOver:
         is let go once nobody is talking and the held turn's words (if any) did not
         interrupt the reply."""
         conv = self.conversation
-        reply, vad, options, speaker = conv._reply, conv.endpointer, conv.options, conv.speaker
+        reply, vad, options = conv.in_flight, conv.endpointer, conv.options
         playing = reply is not None and not reply.speculative and conv.busy
-        if speaker.held and not (playing and (self._still_talking() or self._deciding())):
-            speaker.release()  # a cough, a backchannel: the reply goes on
-            conv.stats.holds_released += 1
+        if conv.reply_held and not (playing and (self._still_talking() or self._deciding())):
+            conv.release_reply()  # a cough, a backchannel: the reply goes on
             log.debug("reply released after %d ms of confirmed speech", vad.confirmed_ms)
         if reply is None or not playing or not vad.speaking:
             return
         if (options.hold_ms is not None and (not vad.pausing or vad.since_confirmed_ms == 0)
                 and options.hold_ms <= vad.confirmed_ms < self._barge_in_ms(held=True)):
             self._held_turn = True  # also a turn that talks on after its "yeah" let it go on
-            if not speaker.held:
-                speaker.hold()
-                conv.stats.holds += 1
+            if not conv.reply_held:
+                conv.hold_reply()
                 log.debug("reply held after %d ms of confirmed speech", vad.confirmed_ms)
         # On a confirmed frame only: a reply a "mm-hm" let go on plays through its pause.
-        if vad.since_confirmed_ms == 0 and vad.confirmed_ms >= self._barge_in_ms(held=speaker.held):
+        if vad.since_confirmed_ms == 0 and vad.confirmed_ms >= self._barge_in_ms(held=conv.reply_held):
             conv.barge_in(reply, "speech")
 
     def _barge_in_ms(self, *, held: bool) -> int:
@@ -130,29 +128,27 @@ class TalkOver:
         """The turn that holds the reply paused: hear its words now, as a speculation of
         it would be. True if this onset is taken (the reply is not the turn's to
         speculate on)."""
-        conv = self.conversation
-        reply, group = conv._reply, conv._group
-        if not self._held_turn or reply is None or reply.speculative or group is None:
+        reply = self.conversation.in_flight
+        if not self._held_turn or reply is None or reply.speculative:
             return False
         self.stop()
-        self._task = group.create_task(self._decide(onset.audio, onset=onset))
-        return True
+        self._task = self.conversation.spawn(self._decide(onset.audio, onset=onset))
+        return self._task is not None
 
     def resumed(self) -> None:
         """The turn went on after its pause: what was heard of it is not the turn."""
         self.stop()
 
-    def ended(self, endpoint: Endpoint, reply: Reply | None,
-              group: asyncio.TaskGroup | None) -> None:
+    def ended(self, endpoint: Endpoint, reply: Reply | None) -> None:
         """A turn ended while a reply is prepared or played: if it held the reply, its words
         decide (heard since its pause, or now); otherwise it was a short sound while the
         assistant talks, not a turn."""
-        if not self._held_turn or reply is None or reply.speculative or group is None:
+        if not self._held_turn or reply is None or reply.speculative:
             return
         if self._task is not None and not endpoint.voice_after_onset:
             return  # heard since the pause, and nothing was said after it
         self.stop()
-        self._task = group.create_task(self._decide(endpoint.audio))
+        self._task = self.conversation.spawn(self._decide(endpoint.audio))
 
     def stop(self) -> None:
         if self._task is not None:
@@ -164,9 +160,8 @@ class TalkOver:
         speculative reply if heard at a pause (committed at the endpoint), else its reply."""
         conv = self.conversation
         try:
-            noisy = conv.room is not None and conv.room.noisy_ear(now())
-            text = await conv.models.for_room(noisy).hear(audio, Priority.CONFIRMED,
-                                                          vocabulary=TALK_OVER_VOCABULARY)
+            text = await conv.models_now().hear(audio, Priority.CONFIRMED,
+                                                vocabulary=TALK_OVER_VOCABULARY)
         except asyncio.CancelledError:
             raise
         except Exception:  # the reply goes on, as it would have without this
@@ -174,7 +169,7 @@ class TalkOver:
             text = ""
         self._task = None  # decided: interrupting the reply must not cancel this task
         words = normalise(text)
-        reply = conv._reply
+        reply = conv.in_flight
         echo = reply is not None and not reply.speculative and repeats_reply(words, reply.text)
         if not words or is_backchannel(words) or echo:
             log.debug("words over the reply: %r%s; it goes on", text, " (its own)" * echo)

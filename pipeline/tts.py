@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,6 +20,14 @@ class Synthesizer(Protocol):
     voice_id: str
 
     def synthesize(self, text: str) -> Iterator[Pcm]: ...
+
+
+@runtime_checkable
+class Tuned(Protocol):
+    """A Synthesizer whose `options` (pace, variation) shape its audio: the same clause
+    under other options is other audio (pipeline.caches keys on them)."""
+
+    options: object
 
 
 @dataclass(frozen=True, kw_only=True)

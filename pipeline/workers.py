@@ -220,6 +220,11 @@ class ModelWorker:
     def _hold(self, priority: Priority) -> contextlib.AbstractContextManager[None]:
         return self.cpu.hold(priority) if self.cpu is not None else contextlib.nullcontext()
 
+    def cancel_current(self) -> None:
+        """Tell the job in hand (if any) to stop at its next item."""
+        if (job := self._current) is not None:
+            job.cancelled.set()
+
     def _submit(self, run: Callable[[threading.Event], None], priority: Priority) -> _Job[Any]:
         job = _Job[Any](priority=int(priority), seq=next(self._seq), run=run)
         self._jobs.put(job)
@@ -249,8 +254,7 @@ def _finish_jobs_in_hand() -> None:
     at exit in ggml_cpu_extra_compute_forward when a reply was cut short by the end of input.
     """
     for worker in list(_LIVE):
-        if (job := worker._current) is not None:
-            job.cancelled.set()  # a stream stops at its next item
+        worker.cancel_current()  # a stream stops at its next item
         worker.close(wait=5.0)
 
 

@@ -16,11 +16,11 @@ import numpy as np
 
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent
-from pipeline.conversation_options import ConversationOptions
+from pipeline.conversation_options import ConversationOptions, TransportNeeds
 from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
 from pipeline.llm import Message
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 from pipeline.vad import Endpointer, VadOptions
@@ -208,6 +208,8 @@ def conversation(
     partial_interval_s: float | None = None,
     prefill_captions: bool = True,
     early_verdict: bool = True,
+    on_vad: Callable[[list[VadEvent]], None] | None = None,
+    spoken: bool = True,
 ) -> tuple[Conversation, list[ConversationEvent]]:
     """A conversation whose endpointer calls any non-zero frame speech, and its events.
 
@@ -218,8 +220,8 @@ def conversation(
                                   hold_ms=hold_ms, held_barge_in_ms=held_barge_in_ms,
                                   endpoint=endpoint, partial_interval_s=partial_interval_s,
                                   prefill_captions=prefill_captions, early_verdict=early_verdict)
-    conv = Conversation(models, speaker, options, emit=events.append)
-    conv.endpointer = Endpointer(TEST_VAD, classify=any_sound)
+    needs = TransportNeeds(on_vad=on_vad, classify=any_sound, spoken=spoken)
+    conv = Conversation(models, speaker, options, emit=events.append, needs=needs)
     return conv, events
 
 

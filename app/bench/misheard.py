@@ -112,14 +112,15 @@ def skills_route(data_dir: Path) -> Route:
 
     from app.runtime import stateless_skills
     from models.intents import load_recognizer
-    from pipeline.skills import ListStore, SkillContext, Timers, default_skills
+    from models.list_store import SqliteListStore
+    from pipeline.skills import SkillContext, Timers, default_skills
 
     extra, _ = stateless_skills(str(data_dir / "unused"))
     now = datetime(2026, 11, 1, 8, 0, tzinfo=ZoneInfo("America/New_York"))
 
     def route(text: str) -> tuple[str | None, str | None]:
         with tempfile.TemporaryDirectory(dir=data_dir) as tmp:
-            skills = default_skills(timers=Timers(), store=ListStore(Path(tmp) / "lists.sqlite3"),
+            skills = default_skills(timers=Timers(), store=SqliteListStore(Path(tmp) / "lists.sqlite3"),
                                     extra=extra, recognizer=load_recognizer())
             reply = skills.answer(text, SkillContext(now=now, monotonic=0.0, owner="bench",
                                                      transcript=text))

@@ -19,9 +19,9 @@ from app.cli.errors import UsageError
 from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, Tier, store_dir
+from models.list_store import ListStoreError
 from models.locate import SPECS, ModelError, config_path, locate, tier_path
 from pipeline.audio import AudioError, write_wav
-from pipeline.skills.lists import ListStoreError
 from pipeline.timeline import METRICS
 
 log = logging.getLogger("apace")

@@ -89,7 +89,7 @@ class NodeServer:
     def report(self) -> NodeReport:
         sessions = self._live()
         open_now = sessions.open_sessions()
-        sessions._sample_load()
+        sessions.sample_load()
         verdict = sessions.load.verdict(open_now)
         admits = verdict.admit or not self.options.admit_by_load
         ttfas = [ms for turn in list(sessions.turns)[-RECENT_TURNS:]

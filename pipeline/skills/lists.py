@@ -1,141 +1,44 @@
-"""A shopping list, a to-do list and notes that survive restarts: SQLite store and skill.
+"""A shopping list, a to-do list and notes that survive restarts: the store's port and the skill.
 
-`ListStore` keeps items per (owner, list) in one stdlib sqlite3 file under the data dir.
-`ListSkill` answers "add eggs and butter to my shopping list", "what's on my shopping
-list", "take a note: …". Its reply is worded at match time from the store as it is then;
-the change is the reply's `action`, run only when the turn is committed.
+`ListStore` is the port: items per (owner, list); models/list_store.py keeps them in the
+user's SQLite file. `ListSkill` answers "add eggs and butter to my shopping list", "what's
+on my shopping list", "take a note: …". Its reply is worded at match time from the store as
+it is then; the change is the reply's `action`, run only when the turn is committed.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from pipeline.skills.base import SkillContext, SkillReply, normalise
 from pipeline.skills.words import join_words
 
 log = logging.getLogger(__name__)
 
-DB_NAME = "apace.sqlite3"
 
-
-def default_data_dir() -> Path:
-    """$APACE_DATA_DIR, else $XDG_DATA_HOME/apace, else ~/.local/share/apace."""
-    if explicit := os.environ.get("APACE_DATA_DIR"):
-        return Path(explicit).expanduser()
-    if xdg := os.environ.get("XDG_DATA_HOME"):
-        return Path(xdg).expanduser() / "apace"
-    return Path.home() / ".local" / "share" / "apace"
-
-
-def default_db_path() -> Path:
-    """Where the lists live unless told otherwise: `default_data_dir()` / "apace.sqlite3"."""
-    return default_data_dir() / DB_NAME
-
-
-class ListStoreError(RuntimeError):
-    """The list database cannot be opened or read; the message says which file and the fix."""
-
-    def __init__(self, path: Path, cause: BaseException) -> None:
-        super().__init__(
-            f"cannot use the list database {path}: {cause}. If the file is damaged, move it "
-            f"aside (mv '{path}' '{path}.broken') and apace starts a new one; or set "
-            "APACE_DATA_DIR to another folder."
-        )
-        self.path = path
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS list_items (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    owner TEXT NOT NULL,
-    list TEXT NOT NULL,
-    item TEXT NOT NULL COLLATE NOCASE,
-    UNIQUE (owner, list, item)
-)
-"""
-
-
-class ListStore:
+class ListStore(Protocol):
     """Items per (owner, list name), in insertion order, no duplicates (case-insensitive).
-
-    One connection shared by threads under a lock: calls are tiny and rare, and the lock
-    keeps a commit from one thread out of another's transaction.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False)
-            with self._db:
-                self._db.execute(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise ListStoreError(path, exc) from exc
+    Thread-safe: a skill reads it in a worker thread, its action writes it on commit."""
 
     def add(self, owner: str, list_name: str, items: Sequence[str]) -> list[str]:
         """Add `items` not already there; returns those added."""
-        added = []
-        with self._transaction() as db:
-            for item in items:
-                cur = db.execute(
-                    "INSERT OR IGNORE INTO list_items (owner, list, item) VALUES (?, ?, ?)",
-                    (owner, list_name, item),
-                )
-                if cur.rowcount:
-                    added.append(item)
-        return added
+        ...
 
     def remove(self, owner: str, list_name: str, items: Sequence[str]) -> list[str]:
         """Remove `items`; returns those that were there."""
-        removed = []
-        with self._transaction() as db:
-            for item in items:
-                cur = db.execute(
-                    "DELETE FROM list_items WHERE owner = ? AND list = ? AND item = ?",
-                    (owner, list_name, item),
-                )
-                if cur.rowcount:
-                    removed.append(item)
-        return removed
+        ...
 
-    def items(self, owner: str, list_name: str) -> list[str]:
-        with self._transaction() as db:
-            rows = db.execute(
-                "SELECT item FROM list_items WHERE owner = ? AND list = ? ORDER BY seq",
-                (owner, list_name),
-            ).fetchall()
-        return [row[0] for row in rows]
+    def items(self, owner: str, list_name: str) -> list[str]: ...
 
     def clear(self, owner: str, list_name: str) -> int:
         """Empty the list; returns how many items it had."""
-        with self._transaction() as db:
-            cur = db.execute(
-                "DELETE FROM list_items WHERE owner = ? AND list = ?", (owner, list_name)
-            )
-        return cur.rowcount
+        ...
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """The connection, under the lock, in a transaction; sqlite errors become ours."""
-        with self._lock:
-            try:
-                with self._db:
-                    yield self._db
-            except sqlite3.Error as exc:
-                raise ListStoreError(self.path, exc) from exc
+    def close(self) -> None: ...
 
 
 _LISTS = {"shopping": "shopping", "grocery": "shopping", "groceries": "shopping",

@@ -85,13 +85,13 @@ class Timers:
     """
 
     def __init__(self, *, on_change: Callable[[], None] | None = None,
-                 journal: Journal | None = None) -> None:
+                 journal: Journal | None = None, rings: bool = True) -> None:
         self._timers: dict[int, Timer] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._on_change = on_change
         self._journal = journal
-        self.rings = True
+        self.rings = rings
         """False where nothing can ring them (a text-only way in whose client closes the
         exchange after each reply: Wyoming's handle); the skill then says so."""
 

@@ -29,7 +29,7 @@ Http = TestClient[web.Request, web.Application]
 
 @pytest.fixture
 async def client() -> AsyncIterator[Http]:
-    engine = SimpleNamespace(stats=EngineStats())
+    engine = SimpleNamespace(stats=EngineStats(), cpu=None, llm_memory=None)
     app = make_app(engine, ServerOptions(slo_ttfa_ms=700.0))  # type: ignore[arg-type]
     async with TestClient(TestServer(app, host="127.0.0.1")) as made:
         yield made

@@ -75,6 +75,19 @@ def test_tts_cache_replays_a_spoken_clause_without_synthesizing_again() -> None:
     assert (cached.stats.hits, cached.stats.misses) == (1, 1)
 
 
+def test_tts_cache_keys_on_a_tuned_voices_options() -> None:
+    """A voice with `options` (pipeline.tts.Tuned) speaks a clause anew under other options
+    (another pace is other audio), and replays it under the same ones."""
+    inner = FakeSynthesizer()
+    inner.options = "pace 1.0"  # type: ignore[attr-defined]
+    cached = CachedSynthesizer(inner)
+    list(cached.synthesize("Hello there."))
+    list(cached.synthesize("Hello there."))
+    inner.options = "pace 1.2"  # type: ignore[attr-defined]
+    list(cached.synthesize("Hello there."))
+    assert inner.texts == ["Hello there.", "Hello there."]
+
+
 def test_tts_cache_does_not_keep_a_clause_cut_short() -> None:
     inner = FakeSynthesizer()
     cached = CachedSynthesizer(inner)

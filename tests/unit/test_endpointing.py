@@ -12,7 +12,7 @@ from models.turn_detector import LlamaTurnDetector
 from pipeline.conversation_events import Transcript
 from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import Pcm
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.turn_detector import normalise
 from pipeline.workers import CpuLock

@@ -1,4 +1,4 @@
-"""What transports ask of a Conversation beyond the microphone (app.transports.turns):
+"""What transports ask of a Conversation beyond the microphone (TransportNeeds, start_turn, interrupt):
 a turn given as audio or text, a client's interruption, the endpointer's events seen —
 each on the Conversation's own reply path."""
 
@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
-from app.transports.turns import text_only, watch_endpoint
 from pipeline.conversation_events import BargeIn, Transcript
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
-from pipeline.reply import Models
+from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
 from pipeline.workers import ModelWorker
@@ -25,7 +24,6 @@ from tests.fakes import (
     FakeTranscriber,
     Mic,
     Workers,
-    any_sound,
     conversation,
     until,
 )
@@ -97,15 +95,14 @@ async def test_a_speculative_reply_is_not_the_clients_to_cancel(workers: Workers
         assert not conv.interrupt()
 
 
-async def test_watch_endpoint_reports_events_before_the_conversation_acts(workers: Workers) -> None:
-    conv, _ = conversation(workers.models(FakeTranscriber("Hi."), FakeResponder(["Yo."]),
-                                          FakeSynthesizer()), Speaker())
+async def test_the_vad_observer_is_told_events_before_the_conversation_acts(workers: Workers) -> None:
     seen: list[tuple[type[VadEvent], bool]] = []
 
     def on_events(events: list[VadEvent]) -> None:
         seen.extend((type(e), conv.busy) for e in events)
 
-    watch_endpoint(conv, on_events, any_sound)
+    conv, _ = conversation(workers.models(FakeTranscriber("Hi."), FakeResponder(["Yo."]),
+                                          FakeSynthesizer()), Speaker(), on_vad=on_events)
     async with Mic(conv) as mic:
         await mic.say()
     kinds = [kind for kind, _ in seen]
@@ -116,8 +113,7 @@ async def test_watch_endpoint_reports_events_before_the_conversation_acts(worker
 async def test_text_only_makes_no_audio(workers: Workers) -> None:
     synthesizer = FakeSynthesizer()
     conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["Fine, thanks."]),
-                                          synthesizer), Speaker())
-    text_only(conv)
+                                          synthesizer), Speaker(), spoken=False)
     async with Mic(conv):
         await asyncio.sleep(0.01)
         assert conv.start_turn(text="How are you?")
@@ -160,8 +156,7 @@ async def test_a_text_only_reply_queues_nothing_on_the_tts_worker(workers: Worke
     synthesizer = FakeSynthesizer()
     models: Models = workers.models(FakeTranscriber(), FakeResponder(["Fine, ", "thanks."]),
                                     synthesizer)
-    conv, _ = conversation(models, Speaker())
-    text_only(conv)
+    conv, _ = conversation(models, Speaker(), spoken=False)
     async with blocked(models.tts_worker) as job, Mic(conv):
         await asyncio.sleep(0.01)
         assert conv.start_turn(text="How are you?")
@@ -184,3 +179,20 @@ async def test_replies_are_spoken_again_once_asked(workers: Workers) -> None:
         assert conv.start_turn(text="Still there?")
         await mic.play_until(lambda: len(conv.turns) == 1)
     assert synthesizer.texts == ["Yes."]
+
+
+async def test_a_truncated_reply_keeps_only_its_heard_share_in_the_history(workers: Workers) -> None:
+    """Realtime's conversation.item.truncate, through Conversation.truncate_last_reply: the
+    last assistant message becomes the played share of its words, marked interrupted (so
+    the LLM reads it as cut), and a share of 1 leaves it whole."""
+    conv, _ = conversation(workers.models(FakeTranscriber(), FakeResponder(["One two three four."]),
+                                          FakeSynthesizer()), Speaker())
+    async with Mic(conv) as mic:
+        await asyncio.sleep(0.01)
+        assert conv.start_turn(text="Count to four.")
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    conv.truncate_last_reply("One two three four.", 1.0)
+    assert conv.history[-1].content == "One two three four." and not conv.history[-1].interrupted
+    conv.truncate_last_reply("One two three four.", 0.5)
+    assert [(m.role, m.content, m.interrupted) for m in conv.history] == [
+        ("user", "Count to four.", False), ("assistant", "One two", True)]

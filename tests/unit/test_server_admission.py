@@ -16,7 +16,8 @@ from pipeline.stats import EngineStats
 
 def busy_sessions(options: ServerOptions, live: int) -> Sessions:
     cpu = SimpleNamespace(held_s=36.0)  # the CPU lock was held 36 s of the last 60
-    sessions = Sessions(SimpleNamespace(stats=EngineStats(), cpu=cpu), options)  # type: ignore[arg-type]
+    engine = SimpleNamespace(stats=EngineStats(), cpu=cpu, llm_memory=None)
+    sessions = Sessions(engine, options)  # type: ignore[arg-type]
     sessions.live = {i: SimpleNamespace(closing=False) for i in range(live)}  # type: ignore[misc]
     start = time.monotonic() - 60
     sessions.load.busy_total(start, 0.0)

@@ -90,7 +90,8 @@ async def test_audio_onset_with_no_conversation_is_ignored(session: Session) -> 
 
 
 def _sessions() -> Sessions:
-    return Sessions(SimpleNamespace(stats=EngineStats()), ServerOptions())  # type: ignore[arg-type]
+    engine = SimpleNamespace(stats=EngineStats(), cpu=None, llm_memory=None)
+    return Sessions(engine, ServerOptions())  # type: ignore[arg-type]
 
 
 def test_a_late_browser_ttfa_updates_the_record_histogram_and_dashboards() -> None:

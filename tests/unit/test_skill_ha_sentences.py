@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from models.intents import load_recognizer
-from pipeline.skills import ListStore, SkillContext, Skills, Timers, default_skills
+from models.list_store import SqliteListStore
+from pipeline.skills import SkillContext, Skills, Timers, default_skills
 from pipeline.skills.timers import timer_label
 
 NOW = datetime(2024, 5, 1, 8, 0, tzinfo=ZoneInfo("Europe/London"))
@@ -150,7 +151,7 @@ def test_cancel_the_only_timer_and_cancel_all() -> None:
     "check apples off from my shopping list", "check apples off my list",
 ])
 def test_shopping_list_complete_item(sentence: str, tmp_path: Path) -> None:
-    store = ListStore(tmp_path / "lists.sqlite3")
+    store = SqliteListStore(tmp_path / "lists.sqlite3")
     router = default_skills(timers=Timers(), store=store, recognizer=load_recognizer())
     ask(router, "add apples and milk to my shopping list")
     ask(router, sentence)

@@ -302,9 +302,9 @@ def test_other_intents_reach_the_skill_that_answers_them(transcript: str, skill:
 def test_shopping_list_add_and_complete(tmp_path: object) -> None:
     from pathlib import Path
 
-    from pipeline.skills import ListStore
+    from models.list_store import SqliteListStore
 
-    store = ListStore(Path(str(tmp_path)) / "lists.sqlite3")
+    store = SqliteListStore(Path(str(tmp_path)) / "lists.sqlite3")
     router = default_skills(timers=Timers(), store=store, recognizer=load_recognizer())
     assert say(router, "Add apples, pears and milk to my shopping list.").skill == "list"
     assert store.items("default", "shopping") == ["apples", "pears", "milk"]

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pipeline.skills import ListSkill, ListStore, ListStoreError, SkillContext, SkillReply, normalise
-from pipeline.skills.lists import default_data_dir, default_db_path
+from models.list_store import ListStoreError, SqliteListStore, default_data_dir, default_db_path
+from pipeline.skills import ListSkill, ListStore, SkillContext, SkillReply, normalise
 
 NOW = datetime(2024, 5, 1, 8, 0, tzinfo=ZoneInfo("Europe/London"))
 CTX = SkillContext(now=NOW, monotonic=0.0, owner="a")
@@ -18,7 +18,7 @@ CTX = SkillContext(now=NOW, monotonic=0.0, owner="a")
 
 @pytest.fixture
 def store(tmp_path: Path) -> ListStore:
-    return ListStore(tmp_path / "data" / "apace.sqlite3")
+    return SqliteListStore(tmp_path / "data" / "apace.sqlite3")
 
 
 def ask(skill: ListSkill, transcript: str, ctx: SkillContext = CTX) -> SkillReply | None:
@@ -141,10 +141,10 @@ def test_near_misses_are_left_to_the_llm(store: ListStore, transcript: str) -> N
 
 def test_lists_persist_across_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "apace.sqlite3"
-    first = ListStore(path)
+    first = SqliteListStore(path)
     commit(ListSkill(first), "add eggs and butter to my shopping list")
     first.close()
-    assert ListStore(path).items("a", "shopping") == ["eggs", "butter"]
+    assert SqliteListStore(path).items("a", "shopping") == ["eggs", "butter"]
 
 
 def test_an_owner_never_sees_another_owners_list(store: ListStore) -> None:
@@ -160,7 +160,7 @@ def test_a_corrupt_database_raises_a_clear_error_naming_the_file(tmp_path: Path)
     path = tmp_path / "apace.sqlite3"
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(ListStoreError) as caught:
-        ListStore(path)
+        SqliteListStore(path)
     assert str(path) in str(caught.value) and "move it aside" in str(caught.value)
 
 
@@ -192,7 +192,7 @@ def test_default_data_dir_prefers_apace_then_xdg_then_home(
 
 
 def test_items_whisper_separated_with_commas_are_separate_items(tmp_path: Path) -> None:
-    store = ListStore(tmp_path / "db.sqlite3")
+    store = SqliteListStore(tmp_path / "db.sqlite3")
     skill = ListSkill(store)
     transcript = "Add apples, pears and bananas to my shopping list."
     ctx = SkillContext(now=datetime(2026, 12, 1, 9, tzinfo=ZoneInfo("UTC")), monotonic=0.0,

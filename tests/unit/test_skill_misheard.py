@@ -13,7 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pipeline.skills import ListSkill, ListStore, SkillContext, Timers, TimerSkill, normalise
+from models.list_store import SqliteListStore
+from pipeline.skills import ListSkill, SkillContext, Timers, TimerSkill, normalise
 from pipeline.skills.clock import ClockSkill
 from pipeline.skills.convert import ConvertSkill
 from pipeline.skills.math import MathSkill
@@ -82,7 +83,7 @@ def test_a_misheard_conversion_needs_its_shape_and_two_units_of_one_kind(transcr
 
 def test_an_imperative_that_puts_things_on_the_list_is_an_add() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        skill = ListSkill(ListStore(Path(tmp) / "lists.sqlite3"))
+        skill = ListSkill(SqliteListStore(Path(tmp) / "lists.sqlite3"))
         for said in ("Click bananas and yogurt on the shopping list.",
                      "Flip apples on a shopping list."):
             reply = skill.answer(normalise(said), ctx(said))
@@ -156,7 +157,7 @@ def test_a_timer_or_reminder_said_with_set_or_remind_heard_wrong_is_set() -> Non
 
 def test_a_list_add_with_its_verb_heard_as_and_or_not_at_all() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        skill = ListSkill(ListStore(Path(tmp) / "lists.sqlite3"))
+        skill = ListSkill(SqliteListStore(Path(tmp) / "lists.sqlite3"))
         for said, reply in (("and flour to my shopping list.", "Added flour to your shopping list."),
                             ("But bananas on the shopping list.", "Added bananas to your shopping list."),
                             ("And add milk to my list.", "Added milk to your shopping list.")):

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from models.list_store import SqliteListStore
 from pipeline.skills import (
-    ListStore,
     SkillContext,
     SkillReply,
     Skills,
@@ -107,7 +107,7 @@ def test_a_failing_action_is_logged_not_raised(caplog: pytest.LogCaptureFixture)
 
 def test_default_order_is_timers_then_lists_then_extra(tmp_path: Path) -> None:
     extra = Echo("extra")
-    skills = default_skills(timers=Timers(), store=ListStore(tmp_path / "db.sqlite3"), extra=[extra])
+    skills = default_skills(timers=Timers(), store=SqliteListStore(tmp_path / "db.sqlite3"), extra=[extra])
     assert skills.names == ("timer", "list", "extra")
     timer = skills.answer("Set a timer for ten minutes.", CTX)
     listed = skills.answer("What's on my shopping list?", CTX)
@@ -125,7 +125,7 @@ def test_without_a_store_there_is_no_list_skill() -> None:
 
 def test_answering_is_fast(tmp_path: Path) -> None:
     """Well under a millisecond a turn, matching or not (the bound is loose for shared CI)."""
-    skills = default_skills(timers=Timers(), store=ListStore(tmp_path / "db.sqlite3"))
+    skills = default_skills(timers=Timers(), store=SqliteListStore(tmp_path / "db.sqlite3"))
     said = [
         "What's the capital of France?",
         "Set a timer for ten minutes.",

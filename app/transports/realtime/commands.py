@@ -21,7 +21,6 @@ from app.transports.realtime.protocol import (
     user_text,
 )
 from pipeline.events import FRAME_MS
-from pipeline.llm import Message
 
 if TYPE_CHECKING:
     from app.transports.realtime.session import RealtimeSession
@@ -128,20 +127,9 @@ def item_truncate(session: RealtimeSession, data: dict[str, Any]) -> None:
                           "item_truncate_invalid_item_id", "item_id")
     sent_ms, text = session.items_ms[item_id]
     if conversation is not None and item_id == session.last_item:
-        _cut_last_reply(conversation.history, text, end_ms / sent_ms if sent_ms else 0.0)
+        conversation.truncate_last_reply(text, end_ms / sent_ms if sent_ms else 0.0)
     session.post({"type": "conversation.item.truncated", "event_id": event_id(),
                   "item_id": item_id, "content_index": 0, "audio_end_ms": end_ms})
-
-
-def _cut_last_reply(history: list[Message], text: str, share: float) -> None:
-    """The last assistant message becomes the heard share of `text` (marked interrupted)."""
-    for index in range(len(history) - 1, -1, -1):
-        if history[index].role == "assistant":
-            words = text.split()
-            heard = " ".join(words[: int(len(words) * min(1.0, share))])
-            if share < 1.0:
-                history[index] = Message("assistant", heard, interrupted=True)
-            return
 
 
 def unsupported(session: RealtimeSession, data: dict[str, Any]) -> None:

@@ -35,7 +35,6 @@ from app.transports.realtime.protocol import (
     session_object,
 )
 from app.transports.realtime.response import Response
-from app.transports.turns import watch_endpoint
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import (
     BargeIn,
@@ -48,6 +47,7 @@ from pipeline.conversation_events import (
     Turn,
     to_wire,
 )
+from pipeline.conversation_options import TransportNeeds
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SpeechStarted, VadEvent
 from pipeline.room import Stream
@@ -118,9 +118,10 @@ class RealtimeSession:
         try:
             # A client may stream its microphone from the first event on.
             async with self.engine.open(self.speaker, emit=self._emit, on_turn=self.on_turn,
-                                        stream=Stream(speech_at_once=True)) as conversation:
+                                        stream=Stream(speech_at_once=True),
+                                        needs=TransportNeeds(on_vad=self._on_vad,
+                                                             classify=self.classify)) as conversation:
                 self.conversation = conversation
-                watch_endpoint(conversation, self._on_vad, self.classify)
                 self.post({"type": "session.created", "event_id": event_id(),
                            "session": self.session_object()})
                 await self._serve(conversation, inbox)

@@ -15,9 +15,9 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from app.transports.turns import cannot_ring, text_only
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent, Error, ReplyDelta, Turn
+from pipeline.conversation_options import TransportNeeds
 from pipeline.engine import Engine
 from pipeline.events import AudioFrame
 from pipeline.speaker import Speaker
@@ -123,10 +123,10 @@ class Conversations:
         """Owns the conversation from open to close (the engine's context manager lives in
         this one task)."""
         try:
-            # It cannot ring (cannot_ring): the owner's timers stay with a way in that can.
-            async with self.engine.open(Speaker(), emit=held.emit, keep_timers=False) as conversation:
-                text_only(conversation)
-                cannot_ring(conversation)
+            # Text only (Home Assistant speaks the reply), and it cannot ring: the owner's
+            # timers stay with a way in that can.
+            async with self.engine.open(Speaker(), emit=held.emit, keep_timers=False,
+                                        needs=TransportNeeds(spoken=False, rings=False)) as conversation:
                 ready.set_result(conversation)
                 await conversation.run(_until(held.stop))
         except Exception as error:
