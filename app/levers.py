@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pipeline.vad import VadOptions
+from pipeline.listen.vad import VadOptions
 
 T = TypeVar("T")
 GROUP = ("latency levers (the --no-/--fixed-/--sentence- flags and a 30 s --asr-window turn"

@@ -25,13 +25,13 @@ from models.room import room_factory
 from models.shared_responder import SeqResponder
 from models.timer_journal import TimerJournal
 from models.whisper import WhisperTranscriber
-from pipeline.asr import AsrOptions
+from pipeline.answer.llm import LlmOptions
+from pipeline.answer.tts import TtsOptions
+from pipeline.compute.workers import CpuLock
 from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
-from pipeline.llm import LlmOptions
+from pipeline.listen.asr import AsrOptions
 from pipeline.skills import Skill
-from pipeline.tts import TtsOptions
-from pipeline.workers import CpuLock
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,13 @@ class EngineOptions:
     """How the engine around the models is built: its caches, helpers and sharing."""
 
     tts_cache: bool = True
-    """Replay the audio of a clause spoken before (pipeline.caches.CachedSynthesizer)."""
+    """Replay the audio of a clause spoken before (pipeline.answer.caches.CachedSynthesizer)."""
     reply_cache: bool = True
-    """Offer a verified reply cache's entry to the LLM as a draft (pipeline.caches)."""
+    """Offer a verified reply cache's entry to the LLM as a draft (pipeline.answer.caches)."""
     turn_detector: bool = True
-    """Ask a small LM whether the user has finished (pipeline.turn_detector)."""
+    """Ask a small LM whether the user has finished (pipeline.listen.turn_detector)."""
     share_cpu: bool = True
-    """Models take turns on the CPU instead of running at once (pipeline.workers.CpuLock)."""
+    """Models take turns on the CPU instead of running at once (pipeline.compute.workers.CpuLock)."""
     skills: bool = True
     """Built-in skills answer timers, lists, arithmetic, units, time and spelling."""
     denoiser: str | None = "webrtc"

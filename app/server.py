@@ -1,7 +1,7 @@
 """`apace serve`: one aiohttp server for the page, WebRTC signaling and the dashboard.
 
 POST /offer takes the browser's SDP offer and answers it; each peer connection runs one
-conversation (app.session). Every bad request gets a 4xx with a reason in JSON; a full or
+conversation (app.transports.webrtc.session). Every bad request gets a 4xx with a reason in JSON; a full or
 draining server answers 503 with Retry-After. Every request first passes the access rules
 (app.security.access: Host, Origin, credential).
 """
@@ -21,21 +21,21 @@ from typing import Any
 from aiohttp import web
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
-from app import dashboard as dash
 from app.appkeys import SESSIONS
-from app.metrics import LoopLag, latency_summary
-from app.prometheus import CONTENT_TYPE, Metrics
+from app.observe import dashboard as dash
+from app.observe.metrics import LoopLag, latency_summary
+from app.observe.prometheus import CONTENT_TYPE, Metrics
 from app.security import access as acl
 from app.security.limits import Refused, parse_json, read_body, refusals
 from app.security.pairing import ACCESS, pair, pair_page
 from app.security.sdp import check_offer
-from app.session import Session
 from app.transports.realtime.route import add_realtime
+from app.transports.webrtc.session import Session
 from app.web_dir import WEB_DIR
-from pipeline.admission import LoadModel
+from pipeline.answer.llm import Sequenced
+from pipeline.compute.admission import LoadModel
 from pipeline.conversation_events import GoingAway, Turn, to_wire
 from pipeline.engine import Engine
-from pipeline.llm import Sequenced
 from pipeline.room import Stream
 from pipeline.timeline import TTFA_BROWSER, TTFA_SERVER
 
@@ -56,7 +56,7 @@ class ServerOptions:
     """Turns kept for /api/turns and the dashboard; the rolling percentiles cover these."""
     jitter_hold: int = 1
     """Later mic packets that wait for a missing one before it is given up as lost
-    (app.webrtc.PacketJitterBuffer); in-order packets are never held. aiortc's own buffer
+    (app.transports.webrtc.tracks.PacketJitterBuffer); in-order packets are never held. aiortc's own buffer
     holds every packet until the next arrives (20 ms each; mic-to-VAD measured 62 / 82 /
     122 ms on loopback with its prefetch 1 / 2 / 4)."""
     slo_ttfa_ms: float = 800.0
@@ -72,7 +72,7 @@ class ServerOptions:
     draining."""
     admit_by_load: bool = True
     """Refuse a new session when the measured load predicts it would push TTFA p95 over
-    `slo_ttfa_ms` (pipeline.admission); `max_sessions` stays the hard cap."""
+    `slo_ttfa_ms` (pipeline.compute.admission); `max_sessions` stays the hard cap."""
     drain_timeout_s: float = 10.0
     """On SIGTERM, how long replies in flight may take to finish before every session is
     closed."""

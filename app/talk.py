@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from app.pacing import FrameClock
+from app.transports.pacing import FrameClock
 from pipeline.audio import AudioError, frames, read_wav
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Turn, to_wire
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, FRAME_SAMPLES, AudioFrame, Pcm
+from pipeline.listen.vad import webrtc_classifier
 from pipeline.room import Stream
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
-from pipeline.vad import webrtc_classifier
 
 TAIL_LIMIT_S = 60.0
 """Longest wait for a reply to finish after the input ends."""
@@ -79,7 +79,7 @@ async def talk(engine: Engine, questions: Sequence[Pcm], *, fast: bool = False) 
 
 
 class _Clock:
-    """Real-time pacing (app.pacing's schedule), or none at all with `fast`."""
+    """Real-time pacing (app.transports.pacing's schedule), or none at all with `fast`."""
 
     def __init__(self, fast: bool) -> None:
         self.fast = fast

@@ -1,4 +1,4 @@
-"""Draft sources that need llama-cpp-python (pipeline/drafts.py has the mechanism).
+"""Draft sources that need llama-cpp-python (pipeline/answer/drafts.py has the mechanism).
 
 - `PromptLookup`: continue an n-gram already in the prompt (llama-cpp-python's own).
 - `ModelDraft`: a smaller model with the same vocabulary guesses the next tokens greedily
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models import llama_internals
-from pipeline.drafts import Tokens
+from pipeline.answer.drafts import Tokens
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

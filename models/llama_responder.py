@@ -1,5 +1,5 @@
 """A llama-cpp-python context of its own per conversation (`--no-shared-llm`, and the
-default with `--draft-model`): the `Responder` of pipeline/llm.py on one `Llama`, its
+default with `--draft-model`): the `Responder` of pipeline/answer/llm.py on one `Llama`, its
 conversation's KV prefix kept warm between turns. The shared engine's responder
 (models/shared_responder.py) inherits its prompt building.
 """
@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from models import llama_internals
-from pipeline.drafts import Drafter, TextDraft
-from pipeline.llm import LlmOptions, Message, PromptStart, common_prefix
-from pipeline.tools import TOOLS
+from pipeline.answer.drafts import Drafter, TextDraft
+from pipeline.answer.llm import LlmOptions, Message, PromptStart, common_prefix
+from pipeline.answer.tools import TOOLS
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -20,12 +20,12 @@ from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
 from models.turn_detector import LlamaTurnDetector
 from models.whisper import WhisperTranscriber
-from pipeline.asr import AsrOptions
-from pipeline.drafts import Drafter
-from pipeline.llm import LlmOptions
-from pipeline.stats import DraftStats
-from pipeline.tts import TtsOptions
-from pipeline.workers import CpuLock
+from pipeline.answer.drafts import Drafter
+from pipeline.answer.llm import LlmOptions
+from pipeline.answer.tts import TtsOptions
+from pipeline.compute.stats import DraftStats
+from pipeline.compute.workers import CpuLock
+from pipeline.listen.asr import AsrOptions
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

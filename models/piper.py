@@ -1,4 +1,4 @@
-"""Piper voices: one clause in, 16 kHz int16 audio chunks out (pipeline/tts.py's
+"""Piper voices: one clause in, 16 kHz int16 audio chunks out (pipeline/answer/tts.py's
 `Synthesizer`).
 
 Piper speaks at its voice's rate (22.05 kHz for the default voice); audio is resampled to
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models.piper_stream import feeds
+from pipeline.answer.tts import LEAD_KEPT, TtsOptions, first_sound
 from pipeline.audio import StreamResampler, to_int16
 from pipeline.events import SAMPLE_RATE, Pcm
-from pipeline.tts import LEAD_KEPT, TtsOptions, first_sound
 
 if TYPE_CHECKING:
     from piper import PiperVoice

@@ -9,7 +9,7 @@ when it comes back). Streams, not one unified KV whose cells the sequences share
 sequence's attention then never depends on where its cells lie among the others', so a
 reply is bit for bit the one a context of its own gives (with a unified KV, where two
 tokens nearly tie, greedy decoding followed the rounding: 1 reply in 3 of the test
-conversations changed). One thread decodes: before each step it asks `pipeline.batching.plan`
+conversations changed). One thread decodes: before each step it asks `pipeline.compute.batching.plan`
 which jobs take part, puts their tokens in one batch (a reply's next token and its
 draft, a chunk of a prompt), decodes once under the CPU lock, and hands each reply its
 tokens (models/shared_responder.py: the `Responder` each conversation uses).
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models import llama_internals
-from pipeline.batching import Job, Pick, choose, plan
-from pipeline.llm import common_prefix
-from pipeline.stats import DraftStats
-from pipeline.workers import CpuLock, Priority
+from pipeline.answer.llm import common_prefix
+from pipeline.compute.batching import Job, Pick, choose, plan
+from pipeline.compute.stats import DraftStats
+from pipeline.compute.workers import CpuLock, Priority
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -361,6 +361,6 @@ _LIVE: weakref.WeakSet[SharedLlama] = weakref.WeakSet()
 @atexit.register
 def _stop_at_exit() -> None:
     """Let the decoding thread finish its step before the process exits: a thread still in
-    llama_decode when C++ static destructors run reads freed memory (pipeline.workers)."""
+    llama_decode when C++ static destructors run reads freed memory (pipeline.compute.workers)."""
     for shared in list(_LIVE):
         shared.close()

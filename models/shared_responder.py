@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 
 from models.llama_responder import LlamaResponder
 from models.shared_llm import END, SharedLlama
-from pipeline.batching import Job
-from pipeline.drafts import TextDraft
-from pipeline.llm import LlmOptions, Message
-from pipeline.workers import current_priority
+from pipeline.answer.drafts import TextDraft
+from pipeline.answer.llm import LlmOptions, Message
+from pipeline.compute.batching import Job
+from pipeline.compute.workers import current_priority
 
 
 class SeqResponder(LlamaResponder):
@@ -65,7 +65,7 @@ class SeqResponder(LlamaResponder):
             self.shared.wake()
 
     def promote(self) -> None:
-        """The reply being made is now a confirmed turn's (pipeline.reply.Reply.commit)."""
+        """The reply being made is now a confirmed turn's (pipeline.answer.reply.Reply.commit)."""
         job = self._live
         if job is not None:
             job.promote()

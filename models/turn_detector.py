@@ -1,4 +1,4 @@
-"""The turn detector on llama.cpp (pipeline/turn_detector.py says what it decides and
+"""The turn detector on llama.cpp (pipeline/listen/turn_detector.py says what it decides and
 why a language model can): log P(the chat template's end-of-message token right after the
 user's words), from a small model's context of its own. The template's start, up to the
 user's message, is read once; each check reads only the words the previous check or a
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models import llama_internals
-from pipeline.turn_detector import normalise
+from pipeline.listen.turn_detector import normalise
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from pipeline.asr import AsrOptions, AsrTiming, drop_repeats
 from pipeline.events import SAMPLE_RATE, Pcm
+from pipeline.listen.asr import AsrOptions, AsrTiming, drop_repeats
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -117,7 +117,7 @@ class WhisperTranscriber:
 
     def transcribe_many(self, pcms: Sequence[Pcm]) -> list[str]:
         """Several utterances, each transcribed as `transcribe` would, those that take the
-        same encoder window in one encoder and decoder batch (pipeline/ear.py batches jobs
+        same encoder window in one encoder and decoder batch (pipeline/listen/ear.py batches jobs
         of several conversations that are due together; `make bench-batching` measures
         what a batch saves)."""
         audios = [pcm.astype(np.float32) / 32768.0 for pcm in pcms]

@@ -4,7 +4,7 @@
                         ├► SpeechResumed ─► cancel the speculative reply, count the waste
                         ├► Endpoint ─────► commit it: its audio goes to the Speaker now
                         └► speech over the assistant ─► hold, barge-in, or its words
-                                                          decide (pipeline.talk_over)
+                                                          decide (pipeline.turn.talk_over)
 
 The transport pops the Speaker's frames at its own pace. History keeps what was heard.
 """
@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.answer.caches import ReplyCache
+from pipeline.answer.heard import cut_last_reply, stamp_heard
+from pipeline.answer.integrity import prompt_history
+from pipeline.answer.llm import Message
+from pipeline.answer.model_calls import Models
+from pipeline.answer.reply import Reply
 from pipeline.bell import Bell
-from pipeline.caches import ReplyCache
-from pipeline.captions import Captions
+from pipeline.compute.stats import EngineStats, SpeculationStats
 from pipeline.conversation_events import BargeIn, Emit, Error, Turn, UserSpeaking
 from pipeline.conversation_options import ConversationOptions, TransportNeeds
-from pipeline.endpointing import endpoint_silence_ms
 from pipeline.events import (
     FRAME_SAMPLES,
     AudioFrame,
@@ -33,20 +37,16 @@ from pipeline.events import (
     SpeechResumed,
     SpeechStarted,
 )
-from pipeline.heard import cut_last_reply, stamp_heard
-from pipeline.integrity import prompt_history
-from pipeline.llm import Message
-from pipeline.model_calls import Models
-from pipeline.rehearing import Rehearing
-from pipeline.reply import Reply
+from pipeline.listen.endpointing import endpoint_silence_ms
+from pipeline.listen.vad import Endpointer
 from pipeline.room import Room
 from pipeline.skills import LastResult, SkillContext, SkillReply, Skills, Timers
 from pipeline.speaker import Speaker
-from pipeline.stats import EngineStats, SpeculationStats
-from pipeline.talk_over import TalkOver
 from pipeline.timeline import ENDPOINT, SPEECH_END, Timeline, now
-from pipeline.turn_record import last_reply, record
-from pipeline.vad import Endpointer
+from pipeline.turn.captions import Captions
+from pipeline.turn.rehearing import Rehearing
+from pipeline.turn.talk_over import TalkOver
+from pipeline.turn.turn_record import last_reply, record
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class Conversation:
             elif isinstance(event, SilenceOnset) and self.options.speculate:
                 self.captions.stop()
                 if self.talk_over.paused(event):
-                    pass  # a turn over the reply: its words decide (pipeline.talk_over)
+                    pass  # a turn over the reply: its words decide (pipeline.turn.talk_over)
                 elif event.again:
                     self.rehearing.start(event)
                 else:
@@ -187,7 +187,7 @@ class Conversation:
         self.barge_in(reply, reason)
         return True
 
-    # --- the turn port (pipeline.turn_port): what talk_over, rehearing, captions use ---
+    # --- the turn port (pipeline.turn.turn_port): what talk_over, rehearing, captions use ---
 
     @property
     def in_flight(self) -> Reply | None:
@@ -330,7 +330,7 @@ class Conversation:
                                    verdict_pending=reply.judging)
 
     def llm_history(self) -> list[Message]:
-        """What the next reply's LLM will read of the history (pipeline.integrity): idle
+        """What the next reply's LLM will read of the history (pipeline.answer.integrity): idle
         reading ahead must read exactly that, or the reply re-reads it all."""
         return prompt_history(self.history, self.options.integrity)
 
@@ -339,7 +339,7 @@ class Conversation:
 
     def heard_at(self, t: float) -> Turn | None:
         """The page heard reply audio start at `t` (server clock): TTFA (browser). A
-        recorded turn that took the stamp is returned (pipeline.heard.stamp_heard)."""
+        recorded turn that took the stamp is returned (pipeline.answer.heard.stamp_heard)."""
         return stamp_heard(self._reply.timeline if self._reply is not None else None,
                            self.turns, t)
 

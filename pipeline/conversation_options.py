@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.clauses import ClauseOptions
-from pipeline.endpointing import EndpointOptions
+from pipeline.answer.clauses import ClauseOptions
+from pipeline.answer.integrity import IntegrityOptions
 from pipeline.events import Pcm, VadEvent
-from pipeline.integrity import IntegrityOptions
+from pipeline.listen.endpointing import EndpointOptions
+from pipeline.listen.vad import VadOptions
 from pipeline.room import RoomOptions
-from pipeline.vad import VadOptions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +33,7 @@ class ConversationOptions:
     average against 393 (8 each), the later ones at a median 261 against 311 ms; 2 of 29
     stops took over 400 ms against 8 of 32; no reply was held by background talk. A held
     turn that stops short of held_barge_in_ms keeps the reply held until it pauses and its
-    words are heard (pipeline.talk_over): words interrupt the reply and are answered
+    words are heard (pipeline.turn.talk_over): words interrupt the reply and are answered
     ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let the reply go on and
     be dropped); none (a cough) or a listener's "mm-hm" let it go on
     from the frame it stopped at (LiveKit Agents resumes a "false interruption" the same
@@ -45,7 +45,7 @@ class ConversationOptions:
     held_barge_in_ms: int | None = 800
     """Confirmed speech over a *held* reply that interrupts it before its words are heard.
     A turn that pauses sooner is decided by its words, heard at the pause as a speculation
-    is (pipeline.talk_over): a listener's "mm-hm", "okay", "I see" let the reply go on
+    is (pipeline.turn.talk_over): a listener's "mm-hm", "okay", "I see" let the reply go on
     (Piper saying them over a reply: 120-740 ms confirmed; at barge_in_ms alone they cut
     it), other words interrupt it. The reply is quiet from hold_ms either way. None:
     barge_in_ms, held or not."""

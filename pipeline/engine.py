@@ -17,26 +17,26 @@ from datetime import datetime
 
 import numpy as np
 
-from pipeline.asr import Transcriber
-from pipeline.caches import CachedSynthesizer, ReplyCache
+from pipeline.answer.caches import CachedSynthesizer, ReplyCache
+from pipeline.answer.llm import Responder
+from pipeline.answer.model_calls import Models
+from pipeline.answer.tts import Synthesizer
+from pipeline.compute.stats import EngineStats
+from pipeline.compute.workers import CpuLock, ModelWorker, Priority
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Emit, Turn
 from pipeline.conversation_options import ConversationOptions, TransportNeeds
-from pipeline.ear import Ear
 from pipeline.events import SAMPLE_RATE
-from pipeline.llm import Responder
-from pipeline.model_calls import Models
+from pipeline.listen.asr import Transcriber
+from pipeline.listen.ear import Ear
+from pipeline.listen.turn_detector import TurnDetector
 from pipeline.room import Room, Stream
 from pipeline.skills import Skill, Timers, default_skills
 from pipeline.skills.intents import Recognizer
 from pipeline.skills.lists import ListStore
 from pipeline.skills.timer_store import TimerKeeper
 from pipeline.speaker import Speaker
-from pipeline.stats import EngineStats
 from pipeline.timeline import now
-from pipeline.tts import Synthesizer
-from pipeline.turn_detector import TurnDetector
-from pipeline.workers import CpuLock, ModelWorker, Priority
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class Engine:
         )
         self.reply_cache = ReplyCache(stats=self.stats.reply_cache) if reply_cache else None
         self.open_responder = open_responder
-        # One model computes at a time, across all conversations (pipeline.workers).
+        # One model computes at a time, across all conversations (pipeline.compute.workers).
         self.cpu = cpu or (CpuLock() if share_cpu else None)
         self._close_llm = shared_llm
         self.llm_memory = llm_memory

@@ -24,7 +24,7 @@ from app.process import REPO, ServerProcess, free_port
 from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.events import SAMPLE_RATE, Pcm
-from pipeline.vad import VadOptions
+from pipeline.listen.vad import VadOptions
 from tests.fakes import FakeResponder
 
 TRANSCRIPT = "Tell me a long story."

@@ -14,17 +14,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import numpy as np
 
+from pipeline.answer.llm import Message
+from pipeline.answer.model_calls import Models
+from pipeline.compute.workers import CpuLock, ModelWorker
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent
 from pipeline.conversation_options import ConversationOptions, TransportNeeds
-from pipeline.endpointing import EndpointOptions
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Pcm, VadEvent
-from pipeline.llm import Message
-from pipeline.model_calls import Models
+from pipeline.listen.endpointing import EndpointOptions
+from pipeline.listen.vad import Endpointer, VadOptions
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
-from pipeline.vad import Endpointer, VadOptions
-from pipeline.workers import CpuLock, ModelWorker
 
 VOICE = np.full(FRAME_SAMPLES, 3000, np.int16)
 """A frame the test classifier calls speech (any non-zero sample)."""

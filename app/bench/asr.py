@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from models.whisper import WhisperTranscriber
-from pipeline.asr import AsrOptions, Transcriber
 from pipeline.audio import read_wav
 from pipeline.events import SAMPLE_RATE, Pcm
+from pipeline.listen.asr import AsrOptions, Transcriber
 
 SET_FILE = Path(__file__).with_name("asr_set.txt")
 HELD_OUT_HEADER = "# held-out"
@@ -127,7 +127,7 @@ def speak_set(lines: Sequence[Line], tts_path: Path, *, espeak: bool = True) -> 
     and installed. Each clip has 0.3 s of silence either side, as the endpointer cuts it."""
     from app.bench.utterances import speak
     from models.load import load_synthesizer
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     clips: list[Clip] = []
     for scale in PIPER_SPEEDS:

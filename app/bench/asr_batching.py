@@ -17,8 +17,8 @@ import time
 from app.bench.utterances import speak
 from models.load import cpu_threads, load_synthesizer, load_transcriber
 from models.locate import locate
-from pipeline.asr import AsrOptions
-from pipeline.tts import TtsOptions
+from pipeline.answer.tts import TtsOptions
+from pipeline.listen.asr import AsrOptions
 
 QUESTIONS = ("What is the capital of Spain?", "Set a timer for ten minutes.",
              "How many legs does a spider have?")

@@ -16,7 +16,7 @@ from models.load import open_responder, open_shared
 from models.locate import locate
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
-from pipeline.llm import LlmOptions
+from pipeline.answer.llm import LlmOptions
 
 OPTIONS = LlmOptions(max_tokens=60, drafts=False)
 QUESTIONS = ("Tell me about the history of Rome.", "Describe how a car engine works.",

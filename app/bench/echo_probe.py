@@ -32,12 +32,12 @@ from app.bench.utterances import speak
 from models.load import load_synthesizer
 from models.locate import locate
 from models.room import room_factory
+from pipeline.answer.tts import TtsOptions, first_sound
 from pipeline.audio import frames
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, Pcm
+from pipeline.listen.vad import Endpointer, VadOptions
 from pipeline.room import RoomOptions, Stream
-from pipeline.tts import TtsOptions, first_sound
-from pipeline.vad import Endpointer, VadOptions
 
 HOLD_MS = ConversationOptions().hold_ms or ConversationOptions().barge_in_ms
 """Confirmed speech that holds (quiets) a reply."""

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from app.client import Client
 from app.levers import ablations
 from app.process import ServerProcess
 from app.transports.realtime.client import BenchClient, RealtimeClient
+from app.transports.webrtc.client import Client
 from pipeline.audio import read_wav, speech_end_sample
 from pipeline.events import Pcm
 
@@ -178,7 +178,7 @@ def make_utterances(folder: Path | None, rounds: int) -> tuple[list[Utterance], 
     from app.bench.utterances import questions, speak
     from models.load import load_synthesizer
     from models.locate import locate
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     voice = load_synthesizer(locate("tts").path, TtsOptions())
     if folder is not None:

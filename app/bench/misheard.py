@@ -175,9 +175,9 @@ def bench_misheard(out: Path, *, rounds: int = 2, seed: int = 11) -> dict[str, A
     from models.denoise import WebrtcDenoiser
     from models.load import cpu_threads, load_synthesizer, load_transcriber
     from models.locate import locate
-    from pipeline.asr import AsrOptions
+    from pipeline.answer.tts import TtsOptions
+    from pipeline.listen.asr import AsrOptions
     from pipeline.room.conditioning import condition
-    from pipeline.tts import TtsOptions
 
     if rounds < 1:
         raise ValueError("--rounds must be at least 1")

@@ -28,8 +28,8 @@ from app.bench.conversations import EVENTS, ConversationSpec, TurnSpec, conversa
 from app.bench.latency import Utterance
 from app.bench.quality_report import QualityResult, TurnOutcome, report, save
 from app.bench.voices import make_utterances, utterance_key, voice_for
-from app.client import Client
 from app.process import ServerProcess, free_port
+from app.transports.webrtc.client import Client
 from pipeline.quality import failed, score_turn
 from pipeline.timeline import now
 
@@ -43,7 +43,7 @@ class RunOptions:
     settle_s: float = 1.0
     """Wait after a conversation's last reply for late events (a timer, a cut-off's turn)."""
     transport: str = "webrtc"
-    """How the client talks to the server: "webrtc" (app.client), "realtime" (the
+    """How the client talks to the server: "webrtc" (app.transports.webrtc.client), "realtime" (the
     OpenAI-Realtime websocket, app.transports.realtime.client) or "wyoming" (Home
     Assistant's pipeline, app.transports.wyoming.client)."""
     wyoming_url: str | None = None

@@ -30,11 +30,12 @@ from app.bench.latency import Utterance
 from app.bench.room_report import pair_with_clean, report
 from app.bench.room_score import Asked, summarize
 from app.bench.room_sounds import Float, RoomMix, active_rms, babble, pink_noise, scaled, white_noise
-from app.client import ENERGY_DBFS, Client
 from app.process import ServerProcess
+from app.transports.client_audio import ENERGY_DBFS
+from app.transports.webrtc.client import Client
+from pipeline.answer.tts import first_sound
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE
 from pipeline.timeline import now
-from pipeline.tts import first_sound
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ def bench_room(*, url: str | None, out: Path, rounds: int, conditions: Sequence[
     from app.serve import use_loopback_candidates
     from models.load import load_synthesizer
     from models.locate import locate
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     use_loopback_candidates()
     voice = load_synthesizer(locate("tts").path, TtsOptions())

@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from models.piper import PiperSynthesizer
+from pipeline.answer.tts import TtsOptions
 from pipeline.audio import frames, read_wav, resample
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
-from pipeline.tts import TtsOptions
 
 Float = npt.NDArray[np.float32]
 

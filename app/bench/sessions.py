@@ -1,6 +1,6 @@
 """`apace bench --sessions N`: many conversations at once on one `apace serve`.
 
-N real WebRTC clients (app.client) connect, all before anyone speaks, then talk at once:
+N real WebRTC clients (app.transports.webrtc.client) connect, all before anyone speaks, then talk at once:
 client k starts k x `stagger_s` after the first, asks its own order of the questions
 (the shipped set plus the held-out lines of app.bench.latency), waits for each reply to
 play out and then a short seeded random gap, and asks the next, as people would. TTFA is
@@ -33,8 +33,8 @@ import aiohttp
 import numpy as np
 
 from app.bench.latency import HELD_OUT, Utterance
-from app.client import Client
 from app.process import ServerProcess
+from app.transports.webrtc.client import Client
 from pipeline.timeline import now
 
 MAX_SESSIONS = 16
@@ -247,7 +247,7 @@ def _speak(texts: Sequence[str]) -> dict[str, Utterance]:
     from app.bench.utterances import speak
     from models.load import load_synthesizer
     from models.locate import locate
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     voice = load_synthesizer(locate("tts").path, TtsOptions())
     return {text: Utterance(text, speak(voice, text, lead_s=0.3, trail_s=0.5)) for text in texts}

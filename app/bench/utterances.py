@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.answer.tts import Synthesizer
 from pipeline.events import SAMPLE_RATE, Pcm
-from pipeline.tts import Synthesizer
 
 QUESTIONS_FILE = Path(__file__).with_name("questions.txt")
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from app.bench.conversations import ConversationSpec
 from app.bench.latency import Utterance
+from pipeline.answer.tts import Synthesizer
 from pipeline.audio import read_wav
 from pipeline.events import SAMPLE_RATE, Pcm
-from pipeline.tts import Synthesizer
 
 LEAD_S, TRAIL_S = 0.3, 0.5
 """Silence before and after each question, as `speak` pads the Piper voice's."""
@@ -100,7 +100,7 @@ def _silence(seconds: float) -> Pcm:
 def _piper(voice: Voice) -> Synthesizer:
     from models.load import load_synthesizer
     from models.locate import locate
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     return load_synthesizer(locate("tts").path, TtsOptions(length_scale=voice.length_scale))
 

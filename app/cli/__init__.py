@@ -14,9 +14,9 @@ from typing import Any
 
 from app.cli.bench import bench_flags
 from app.cli.cluster import cluster_parser
+from app.cli.doctor import doctor_flags
 from app.cli.engine import engine_flags, model_flags, settings_from
 from app.cli.errors import UsageError
-from app.doctor import doctor_flags
 from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, Tier, store_dir
 from models.list_store import ListStoreError
@@ -148,7 +148,7 @@ def _cmd_wyoming(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from app.doctor import run
+    from app.cli.doctor import run
 
     return run(args)
 

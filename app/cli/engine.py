@@ -15,12 +15,12 @@ from app.cli.errors import UsageError
 from models.catalog import TIERS
 from models.choice import AUTO, NOISY_ASR_ENV, NOISY_ASR_TIER
 from models.load import ModelChoice
-from pipeline.asr import AsrOptions
+from pipeline.answer.integrity import IntegrityOptions
+from pipeline.answer.llm import LlmOptions
 from pipeline.conversation_options import ConversationOptions
-from pipeline.integrity import IntegrityOptions
-from pipeline.llm import LlmOptions
+from pipeline.listen.asr import AsrOptions
+from pipeline.listen.vad import VadOptions
 from pipeline.room import RoomOptions
-from pipeline.vad import VadOptions
 
 T = TypeVar("T")
 

@@ -27,11 +27,11 @@ from typing import Any
 
 from aiohttp import web
 
-from app import dashboard as dash
 from app.cluster.merge import merged_metrics, merged_stats, node_turns
 from app.cluster.realtime import add_realtime
 from app.cluster.routing import CLUSTER, Cluster, NodeBusy, book, call, place_on
-from app.prometheus import CONTENT_TYPE
+from app.observe import dashboard as dash
+from app.observe.prometheus import CONTENT_TYPE
 from app.security import access as acl
 from app.security.limits import Refused, parse_json, read_body, refusals
 from app.security.pairing import ACCESS, pair, pair_page

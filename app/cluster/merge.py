@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.metrics import latency_summary
+from app.observe.metrics import latency_summary
 
 AVERAGED = {"acceptance", "llm_tokens_per_s", "tokens_per_step", "hit_rate"}
 """Engine figures that are rates: the cluster shows their mean over nodes, not a sum."""

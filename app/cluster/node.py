@@ -21,7 +21,7 @@ from typing import Any
 
 from app.cluster.listeners import Endpoints, ListenerOptions, NodeListeners
 from app.cluster.placement import NodeReport
-from app.metrics import ttfa_ms
+from app.observe.metrics import ttfa_ms
 from app.security.limits import Refused
 from app.server import ServerOptions, Sessions, answer_offer, parse_offer
 from pipeline.engine import Engine

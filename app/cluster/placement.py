@@ -1,7 +1,7 @@
 """Which node takes the next conversation: the cluster's placement book (no Ray in here).
 
 Every node reports each second (`NodeReport`): its open sessions, its hard cap, whether
-its own admission (pipeline.admission: predicted TTFA against the SLO) would take one
+its own admission (pipeline.compute.admission: predicted TTFA against the SLO) would take one
 more, its CPU and its recent TTFA. `Placement.reserve` picks the least-loaded live node
 that has room and holds a slot there *before* the offer is forwarded, so two offers
 arriving together never take the same slot; `settle` ends the hold (the node's next

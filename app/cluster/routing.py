@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from app import dashboard as dash
 from app.cluster.listeners import Endpoints
 from app.cluster.placement import Refusal
+from app.observe import dashboard as dash
 from app.security.limits import Refused
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Clients send 16-bit PCM at their own rate and channel count (Home Assistant 16 kHz mono,
 Realtime clients 24 kHz mono); the pipeline wants 16 kHz mono int16 in 20 ms frames, and
 reply audio goes back at the client's rate. Resampling is soxr's, streaming, so chunk
-borders do not click. Reply audio is paced by app.pacing, like every other sender's.
+borders do not click. Reply audio is paced by app.transports.pacing, like every other sender's.
 """
 
 from __future__ import annotations

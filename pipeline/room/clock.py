@@ -16,7 +16,7 @@ BURST_S = 0.005
 BURST_FRAMES = 25
 """Frames popped back to back (each within BURST_S of the last): a transport draining
 replies (a Realtime client taking text only), not playing them. A sender catching up
-after a stalled loop pops up to ~11 (app.pacing resyncs after 200 ms): 12 was too near."""
+after a stalled loop pops up to ~11 (app.transports.pacing resyncs after 200 ms): 12 was too near."""
 BURST_OFF_S = 10.0
 
 log = logging.getLogger("pipeline.room.echo")

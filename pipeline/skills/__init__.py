@@ -1,4 +1,8 @@
-"""Deterministic skills: timers, lists, and the router that picks one for a transcript."""
+"""Deterministic skills: timers, lists, and the router that picks one for a transcript.
+
+May import only pipeline.skills: the skills know nothing of the conversation (their
+stores come in through Protocols such as `ListStore`).
+"""
 
 from pipeline.skills.base import LastResult, Skill, SkillContext, SkillReply, normalise
 from pipeline.skills.lists import ListSkill, ListStore

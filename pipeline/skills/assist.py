@@ -4,7 +4,7 @@ decide what a request is; the skill that can do it answers.
 Timer intents are carried out on the conversation's timers (`TimerIntents`). The others
 (time, date, shopping list, never mind, weather) are handed to the skill that already
 answers them, as the plain request the intent stands for ("what time is it"), the way a
-tool call is (pipeline/tools.py): one reply and one side effect per request, whichever
+tool call is (pipeline/answer/tools.py): one reply and one side effect per request, whichever
 words asked for it. Nothing recognised, or a slot that makes no sense: None, and the
 phrase-matching skills get the words.
 """

@@ -1,6 +1,6 @@
 """"Stop.", "Wait.", "Never mind.": the user wants the assistant to be quiet, not an answer.
 
-Said over a reply, the reply stops (pipeline.talk_over) and these words are the user's
+Said over a reply, the reply stops (pipeline.turn.talk_over) and these words are the user's
 turn; said any time, they were answered by the LLM ("I'm sorry, I can't stop…"), which
 talked on exactly when told not to. Alexa and Google Assistant say nothing to "stop"; so
 does apace: the reply is empty, and the exchange is left out of what the LLM reads

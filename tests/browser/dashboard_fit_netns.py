@@ -5,7 +5,7 @@ tests/browser/test_dashboard_fit.py runs this as
 `unshare --net -- python -m tests.browser.dashboard_fit_netns OUT.json SHOTS_DIR`. No server
 runs: Playwright answers the page's requests — web/'s own files, /api/turns, /api/stats —
 and plays the server's side of /ws/dashboard. The turns are made by the server's own
-`app.dashboard.turn_record` from real `Turn`s, the statistics by `app.metrics` and
+`app.observe.dashboard.turn_record` from real `Turn`s, the statistics by `app.observe.metrics` and
 `EngineStats`, so the shapes are the feed's; only the values are stretched: 5-digit ms,
 long transcripts and replies, a cluster's session names, every quality tag at once, the
 longest memory line. OUT.json is always written: per size, what overflowed (if anything).
@@ -25,10 +25,10 @@ from typing import Any
 
 from playwright.sync_api import Route, WebSocketRoute, sync_playwright
 
-from app import dashboard as dash
-from app.metrics import latency_summary
+from app.observe import dashboard as dash
+from app.observe.metrics import latency_summary
+from pipeline.compute.stats import EngineStats
 from pipeline.conversation_events import Turn
-from pipeline.stats import EngineStats
 from pipeline.timeline import METRICS, SPEECH_END, Timeline
 from tests.browser.harness import CHROMIUM
 from tests.browser.netns_run import lo_up

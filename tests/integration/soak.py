@@ -21,9 +21,9 @@ from typing import Any
 
 import aiohttp
 
-from app.client import Client
 from app.process import ServerProcess
 from app.serve import use_loopback_candidates
+from app.transports.webrtc.client import Client
 from pipeline.events import Pcm
 from tests.fake_server import FakeServer, settled, voice
 from tests.integration.fuzz_offers import malformed_offers
@@ -117,7 +117,7 @@ def _speech(real: bool) -> Pcm:
     from app.bench.utterances import speak
     from models.load import load_synthesizer
     from models.locate import locate
-    from pipeline.tts import TtsOptions
+    from pipeline.answer.tts import TtsOptions
 
     return speak(load_synthesizer(locate("tts").path, TtsOptions()),
                  "What is the capital of France?")

@@ -14,7 +14,7 @@ from app.server import make_app
 from pipeline.conversation_options import ConversationOptions
 from pipeline.engine import ClosableResponder, Engine
 from pipeline.events import Pcm
-from pipeline.vad import VadOptions
+from pipeline.listen.vad import VadOptions
 from tests.fakes import FakeResponder, FakeTranscriber
 
 ENDPOINT_MS, ASR_MS = 300, 200

@@ -14,8 +14,8 @@ from models.load import cpu_threads, load_transcriber
 from models.locate import locate
 from models.piper import PiperSynthesizer
 from models.whisper import WhisperTranscriber
-from pipeline.asr import AsrOptions
 from pipeline.events import SAMPLE_RATE
+from pipeline.listen.asr import AsrOptions
 from tests.wer import wer
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ def test_a_second_of_low_noise_is_still_heard_as_nothing(biased: WhisperTranscri
 
 def test_a_batch_hears_each_utterance_as_it_would_be_heard_alone(
         voice: PiperSynthesizer) -> None:
-    """Jobs of several conversations due together (pipeline/ear.py): one batch per encoder
+    """Jobs of several conversations due together (pipeline/listen/ear.py): one batch per encoder
     window, each transcript the one `transcribe` gives; noise stays nothing in a batch."""
     whisper = load_transcriber(locate("asr").path, "cpu", "int8", cpu_threads(0), AsrOptions())
     noise = np.random.default_rng(7).normal(0, 100, SAMPLE_RATE).astype(np.int16)

@@ -20,12 +20,12 @@ import aiohttp
 import numpy as np
 import pytest
 
-from app.client import Client
 from app.cluster.ingress import Cluster as Ingress
 from app.process import REPO, free_port
 from app.serve import use_loopback_candidates
 from app.server import ServerOptions
 from app.transports.realtime.client import RealtimeClient
+from app.transports.webrtc.client import Client
 from app.transports.wyoming.server import WyomingOptions
 from pipeline.audio import read_wav, speech_end_sample
 from tests.offers import CHROME_OFFER

@@ -13,9 +13,9 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.client import Client
 from app.process import ServerProcess
 from app.serve import use_loopback_candidates
+from app.transports.webrtc.client import Client
 from pipeline.audio import read_wav, speech_end_sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

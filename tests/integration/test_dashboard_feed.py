@@ -16,10 +16,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from app.appkeys import SESSIONS
-from app.dashboard import OUTBOX_LIMIT
+from app.observe.dashboard import OUTBOX_LIMIT
 from app.server import ServerOptions, Sessions, make_app
+from pipeline.compute.stats import EngineStats
 from pipeline.conversation_events import Turn
-from pipeline.stats import EngineStats
 from pipeline.timeline import SPEECH_END, TTFA_SERVER, TTFT, Timeline
 
 pytestmark = pytest.mark.timeout(60)

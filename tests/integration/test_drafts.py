@@ -7,7 +7,7 @@ import pytest
 from app.bench.utterances import questions
 from models.load import open_responder
 from models.locate import locate
-from pipeline.llm import LlmOptions
+from pipeline.answer.llm import LlmOptions
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,7 @@ def test_the_right_draft_is_mostly_accepted_and_agrees_with_plain_decoding(
 def test_a_draft_is_verified_deep_into_a_long_conversation(drafting) -> None:
     """Past 512 tokens of context (llama-cpp-python's batch size) a drafted reply still
     works: its logits buffer must cover the whole context, not one batch."""
-    from pipeline.llm import Message
+    from pipeline.answer.llm import Message
 
     history = []
     for i in range(12):

@@ -20,8 +20,8 @@ SCENARIO = """
 import asyncio
 from models.load import open_responder
 from models.locate import locate
-from pipeline.llm import LlmOptions
-from pipeline.workers import ModelWorker
+from pipeline.answer.llm import LlmOptions
+from pipeline.compute.workers import ModelWorker
 
 async def main():
     worker = ModelWorker("llm")

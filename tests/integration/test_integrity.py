@@ -13,9 +13,9 @@ import pytest
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
-from pipeline.integrity import CopyGuard, earlier_replies, words
-from pipeline.llm import LlmOptions, Message
-from pipeline.reply import Reply
+from pipeline.answer.integrity import CopyGuard, earlier_replies, words
+from pipeline.answer.llm import LlmOptions, Message
+from pipeline.answer.reply import Reply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now
 from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers, play_out

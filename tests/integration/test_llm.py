@@ -12,7 +12,7 @@ import pytest
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
-from pipeline.llm import LlmOptions, Message
+from pipeline.answer.llm import LlmOptions, Message
 
 pytestmark = pytest.mark.integration
 

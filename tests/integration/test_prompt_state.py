@@ -8,7 +8,7 @@ import pytest
 from models.load import open_responder
 from models.locate import locate
 from models.prompt_state import PromptState
-from pipeline.llm import LlmOptions
+from pipeline.answer.llm import LlmOptions
 
 pytestmark = pytest.mark.integration
 

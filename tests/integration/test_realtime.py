@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from app.bench.utterances import speak
-from app.pacing import FrameClock
 from app.process import ServerProcess, free_port
+from app.transports.pacing import FrameClock
 from app.transports.realtime.client import RealtimeClient
 from pipeline.audio import frames, read_wav, resample, rms_dbfs, speech_end_sample, to_int16
 from tests.wer import wer

@@ -13,9 +13,9 @@ import pytest
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import ModelError, locate
+from pipeline.answer.llm import LlmOptions
 from pipeline.conversation import Conversation
 from pipeline.conversation_options import ConversationOptions
-from pipeline.llm import LlmOptions
 from pipeline.skills import Timers, default_skills
 from pipeline.skills.facts import FactsSkill
 from pipeline.skills.offline import OfflineSkill

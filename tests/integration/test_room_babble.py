@@ -14,12 +14,12 @@ from models.load import cpu_threads, load_transcriber
 from models.locate import locate
 from models.piper import PiperSynthesizer
 from models.room import room_factory
-from pipeline.asr import AsrOptions, Transcriber
+from pipeline.answer.tts import first_sound
 from pipeline.audio import frames, speech_end_sample
 from pipeline.events import AudioFrame, Endpoint, Pcm
+from pipeline.listen.asr import AsrOptions, Transcriber
+from pipeline.listen.vad import Endpointer, VadOptions
 from pipeline.room import RoomOptions, Stream
-from pipeline.tts import first_sound
-from pipeline.vad import Endpointer, VadOptions
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,9 @@ import pytest
 from app.bench.echo_probe import Duplex, Echo
 from app.bench.utterances import speak
 from models.piper import PiperSynthesizer
+from pipeline.answer.tts import first_sound
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES, SilenceOnset, SpeechStarted
-from pipeline.tts import first_sound
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,7 @@ HELD_BARGE_IN_MS = ConversationOptions().held_barge_in_ms or BARGE_IN_MS
 def test_a_listeners_backchannel_holds_the_reply_but_does_not_interrupt_it(
         reply: np.ndarray, voice: PiperSynthesizer, phrase: str) -> None:
     """A "mm-hm" over the reply is confirmed long enough to hold it, and for its words to be
-    heard at its pause (pipeline.talk_over), but not for the held reply's barge-in."""
+    heard at its pause (pipeline.turn.talk_over), but not for the held reply's barge-in."""
     said = speak(voice, phrase, lead_s=0, trail_s=0.6)
     confirmed = Duplex(reply, Echo(-10, 0.16)).play(said, user_at_s=1.5, hold=True)
     assert HOLD_MS <= max(confirmed) < HELD_BARGE_IN_MS

@@ -16,9 +16,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from aiortc import RTCDataChannel
 
-from app.client import Client
 from app.security.limits import read_body, refusals
 from app.serve import use_loopback_candidates
+from app.transports.webrtc.client import Client
 from tests.fake_server import FakeServer, settled
 from tests.integration.fuzz_offers import Case, malformed_offers
 from tests.offers import make_offer

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 
-from app.client import Client
 from app.process import REPO
 from app.serve import use_loopback_candidates
+from app.transports.webrtc.client import Client
 from tests.fake_server import REPLY, FakeServer, settled, voice
 from tests.offers import make_offer
 
@@ -78,7 +78,7 @@ async def test_an_offer_that_never_connects_is_reaped(server: FakeServer) -> Non
 
 _FROZEN_CLIENT = """
 import asyncio, sys
-from app.client import Client
+from app.transports.webrtc.client import Client
 from app.serve import use_loopback_candidates
 use_loopback_candidates()
 async def main():

@@ -21,7 +21,7 @@ from models.load import open_responder, open_shared
 from models.locate import locate
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
-from pipeline.llm import LlmOptions, Message
+from pipeline.answer.llm import LlmOptions, Message
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from models.piper import PiperSynthesizer
-from pipeline.clauses import ClauseSplitter
+from pipeline.answer.clauses import ClauseSplitter
 from pipeline.events import SAMPLE_RATE
 from pipeline.skills.base import SkillContext, normalise
 from pipeline.skills.spell import SpellSkill

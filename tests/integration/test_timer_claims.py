@@ -15,9 +15,9 @@ from models.intents import load_recognizer
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
-from pipeline.claims import claims_action
-from pipeline.llm import LlmOptions
-from pipeline.reply import Reply
+from pipeline.answer.claims import claims_action
+from pipeline.answer.llm import LlmOptions
+from pipeline.answer.reply import Reply
 from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.piper import PiperSynthesizer
-from pipeline.tts import LEAD_KEPT, first_sound
+from pipeline.answer.tts import LEAD_KEPT, first_sound
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import pytest
 from models.load import open_turn_detector
 from models.locate import locate
 from models.turn_detector import LlamaTurnDetector
-from pipeline.endpointing import EndpointOptions
+from pipeline.listen.endpointing import EndpointOptions
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from app.bench.utterances import speak
-from app.client import Client
 from app.process import REPO, ServerProcess
 from app.serve import use_loopback_candidates
+from app.transports.webrtc.client import Client
 from pipeline.audio import read_wav, speech_end_sample
 from tests.wer import wer
 
@@ -189,7 +189,7 @@ async def test_sessions_leave_nothing_behind(server, ask) -> None:
 
 _KILLED_CLIENT = """
 import asyncio, sys
-from app.client import Client
+from app.transports.webrtc.client import Client
 from app.serve import use_loopback_candidates
 use_loopback_candidates()
 async def main():

@@ -1,11 +1,11 @@
-"""Admission from measured load (pipeline.admission): refuse the session that would push
+"""Admission from measured load (pipeline.compute.admission): refuse the session that would push
 the admitted ones past the TTFA objective, never on too little evidence."""
 
 from __future__ import annotations
 
 import math
 
-from pipeline.admission import LoadModel
+from pipeline.compute.admission import LoadModel
 
 
 def loaded(busy: float, ttfa_ms: float, turns: int = 10) -> LoadModel:

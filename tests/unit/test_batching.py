@@ -1,4 +1,4 @@
-"""Scheduling the shared LLM's steps (pipeline.batching), with fake jobs: urgency and
+"""Scheduling the shared LLM's steps (pipeline.compute.batching), with fake jobs: urgency and
 deadlines decide who goes first, speculation waits under load, background work only runs
 alone, a reply whose reader is behind sits out, long prompts are read in chunks."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.batching import MAX_AHEAD, PREFILL_CHUNK, SPECULATION_LIMIT, Job, choose, plan
-from pipeline.workers import Priority
+from pipeline.compute.batching import MAX_AHEAD, PREFILL_CHUNK, SPECULATION_LIMIT, Job, choose, plan
+from pipeline.compute.workers import Priority
 
 
 def decoding(key: int, priority: Priority = Priority.CONFIRMED, deadline: float = 10.0) -> Job:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.caches import CachedSynthesizer, LruCache, ReplyCache
-from pipeline.drafts import Drafter, TextDraft
-from pipeline.llm import Message
+from pipeline.answer.caches import CachedSynthesizer, LruCache, ReplyCache
+from pipeline.answer.drafts import Drafter, TextDraft
+from pipeline.answer.llm import Message
 from tests.fakes import FakeSynthesizer
 
 
@@ -76,7 +76,7 @@ def test_tts_cache_replays_a_spoken_clause_without_synthesizing_again() -> None:
 
 
 def test_tts_cache_keys_on_a_tuned_voices_options() -> None:
-    """A voice with `options` (pipeline.tts.Tuned) speaks a clause anew under other options
+    """A voice with `options` (pipeline.answer.tts.Tuned) speaks a clause anew under other options
     (another pace is other audio), and replays it under the same ones."""
     inner = FakeSynthesizer()
     inner.options = "pace 1.0"  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
 """The LLM may not claim a timer or list action that no skill performed: the words are
-checked (pipeline.claims) and, through a conversation, the store is too."""
+checked (pipeline.answer.claims) and, through a conversation, the store is too."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from models.intents import load_recognizer
-from pipeline.claims import NOT_DONE, claims_action
+from pipeline.answer.claims import NOT_DONE, claims_action
 from pipeline.conversation import Conversation
 from pipeline.conversation_options import ConversationOptions
 from pipeline.skills import Timers, default_skills

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.clauses import ClauseOptions, ClauseSplitter, speakable, split_clauses
+from pipeline.answer.clauses import ClauseOptions, ClauseSplitter, speakable, split_clauses
 from pipeline.events import Clause
 
 

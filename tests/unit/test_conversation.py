@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from pipeline.asr import TALK_OVER_VOCABULARY
+from pipeline.answer.llm import Message
+from pipeline.compute.workers import Priority
 from pipeline.conversation_events import BargeIn, Error, Turn, UserSpeaking, to_wire
 from pipeline.events import FRAME_SAMPLES, Pcm
-from pipeline.llm import Message
+from pipeline.listen.asr import TALK_OVER_VOCABULARY
 from pipeline.speaker import Speaker
-from pipeline.talk_over import is_backchannel, repeats_reply
 from pipeline.timeline import (
     ASR_FINAL,
     ENDPOINT,
@@ -28,7 +28,7 @@ from pipeline.timeline import (
     TTFA_SERVER,
     TTFT,
 )
-from pipeline.workers import Priority
+from pipeline.turn.talk_over import is_backchannel, repeats_reply
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,

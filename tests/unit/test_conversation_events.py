@@ -15,7 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from app.cluster.merge import node_turns
-from app.dashboard import turn_record
+from app.observe.dashboard import turn_record
 from app.talk import TalkResult
 from pipeline.conversation_events import (
     BargeIn,

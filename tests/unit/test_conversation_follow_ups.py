@@ -10,10 +10,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from pipeline.answer.llm import Message
+from pipeline.answer.reply import NOT_CAUGHT
 from pipeline.conversation import Conversation
 from pipeline.conversation_options import ConversationOptions
-from pipeline.llm import Message
-from pipeline.reply import NOT_CAUGHT
+from pipeline.listen.vad import Endpointer
 from pipeline.skills import Timers, default_skills
 from pipeline.skills.clock import ClockSkill, say_date
 from pipeline.skills.convert import ConvertSkill
@@ -24,7 +25,6 @@ from pipeline.skills.offline import OfflineSkill
 from pipeline.skills.refusals import RefusalFollowUp
 from pipeline.skills.social import SocialSkill
 from pipeline.speaker import Speaker
-from pipeline.vad import Endpointer
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,

@@ -9,19 +9,19 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 
+from pipeline.answer.llm import Message
+from pipeline.answer.reply import NOT_CAUGHT
 from pipeline.chime import chime
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import ConversationEvent, TimerFired, TimerList
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES
-from pipeline.llm import Message
-from pipeline.reply import NOT_CAUGHT
+from pipeline.listen.vad import Endpointer
 from pipeline.skills import Timers, default_skills
 from pipeline.skills.facts import FactsSkill
 from pipeline.skills.hush import HushSkill
 from pipeline.skills.offline import OfflineSkill
 from pipeline.speaker import Speaker
-from pipeline.vad import Endpointer
 from tests.fakes import (
     ENDPOINT_FRAMES,
     TEST_VAD,

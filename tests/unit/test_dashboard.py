@@ -9,7 +9,7 @@ import json
 
 from aiohttp import WSCloseCode
 
-from app.dashboard import Hub, Outbox
+from app.observe.dashboard import Hub, Outbox
 
 
 def test_outbox_holds_at_most_its_limit_and_drops_the_client_on_overflow() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.doctor import (
+from app.cli.doctor import (
     Check,
     access_checks,
     cpu_checks,
@@ -107,7 +107,7 @@ def test_the_command_exits_1_when_something_fails(capsys: pytest.CaptureFixture[
 def test_the_noisy_room_ear_is_reported_with_how_to_get_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    from app.doctor import noisy_ear_check
+    from app.cli.doctor import noisy_ear_check
 
     monkeypatch.setenv("APACE_MODELS_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))

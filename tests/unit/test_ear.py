@@ -1,4 +1,4 @@
-"""pipeline/ear.py: transcription jobs due together go as one batch, each caller gets its
+"""pipeline/listen/ear.py: transcription jobs due together go as one batch, each caller gets its
 own transcript, and a caption never holds a turn back."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from pipeline.ear import Ear
+from pipeline.compute.workers import Priority
 from pipeline.events import Pcm
-from pipeline.workers import Priority
+from pipeline.listen.ear import Ear
 from tests.fakes import Workers
 from tests.unit.test_workers import Gate, occupy
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from models.turn_detector import LlamaTurnDetector
+from pipeline.answer.model_calls import Models
+from pipeline.compute.workers import CpuLock
 from pipeline.conversation_events import Transcript
-from pipeline.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.events import Pcm
-from pipeline.model_calls import Models
+from pipeline.listen.endpointing import EndpointOptions, endpoint_silence_ms
+from pipeline.listen.turn_detector import normalise
 from pipeline.speaker import Speaker
-from pipeline.turn_detector import normalise
-from pipeline.workers import CpuLock
 from tests.fakes import (
     ENDPOINT_FRAMES,
     ONSET_FRAMES,

@@ -1,4 +1,4 @@
-"""pipeline.integrity: history the LLM reads, the copy guard, the spoken-length budget."""
+"""pipeline.answer.integrity: history the LLM reads, the copy guard, the spoken-length budget."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from pipeline.integrity import (
+from pipeline.answer.integrity import (
     CopyGuard,
     IntegrityOptions,
     earlier_replies,
@@ -14,7 +14,7 @@ from pipeline.integrity import (
     sentence_budget,
     window_start,
 )
-from pipeline.llm import Message
+from pipeline.answer.llm import Message
 
 STUCK = ("I'm sorry for any inconvenience, but as a voice assistant, I don't have the ability "
          "to access weather data. However, you")

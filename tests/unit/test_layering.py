@@ -2,8 +2,9 @@
 importing it (or the CLI, for `apace --help`) loads no model library; those load in
 models/, when a model is. Read from the source: the floors (app → models → pipeline) are
 never climbed, no two modules import each other at import time, the skills know nothing
-of the conversation, the transports nothing of each other, and the turn-taking wing
-reaches the Conversation only through its port."""
+of the conversation, the transports nothing of each other, the wings (compute, listen,
+answer, turn) import one way, and the turn-taking wing reaches the Conversation only
+through its port."""
 
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def crossings(edges: dict[str, set[str]], source: str, target: str) -> list[str]
 
 def test_no_module_imports_a_floor_above_its_own() -> None:
     edges = graph(at_import=False)
-    assert "pipeline.talk_over" in edges["pipeline.conversation"]  # (the graph is read)
+    assert "pipeline.turn.talk_over" in edges["pipeline.conversation"]  # (the graph is read)
     assert upward(edges) == []
 
 
@@ -178,14 +179,52 @@ def test_the_skills_know_nothing_of_the_rest_of_the_pipeline() -> None:
 
 def test_the_transports_know_nothing_of_each_other() -> None:
     edges = graph(at_import=False)
-    rooms = ("app.transports.realtime", "app.transports.wyoming", "app.webrtc")
+    rooms = ("app.transports.realtime", "app.transports.wyoming", "app.transports.webrtc")
+    assert "app.transports.webrtc.session" in edges["app.server"]  # (the rooms are read)
     assert [c for a in rooms for b in rooms if a != b for c in crossings(edges, a, b)] == []
 
 
 def test_the_turn_taking_wing_uses_the_turn_port_not_the_conversation() -> None:
     edges = graph(at_import=False)
-    wing = ("pipeline.talk_over", "pipeline.rehearing", "pipeline.captions")
-    assert [c for room in wing for c in crossings(edges, room, "pipeline.conversation")] == []
+    assert "pipeline.turn.turn_port" in edges["pipeline.turn.talk_over"]
+    assert crossings(edges, "pipeline.turn", "pipeline.conversation") == []
+
+
+WINGS = ("pipeline.compute", "pipeline.listen", "pipeline.answer", "pipeline.turn")
+"""The pipeline's wings, each importing only those before it (and the root's cores)."""
+
+
+def test_the_wings_import_one_way_and_none_imports_the_conversation_or_the_engine() -> None:
+    edges = graph(at_import=False)
+    backwards = [c for i, wing in enumerate(WINGS) for later in WINGS[i + 1:]
+                 for c in crossings(edges, wing, later)]
+    assert backwards == []
+    assert [c for wing in (*WINGS, "pipeline.room") for room in (
+        "pipeline.conversation", "pipeline.engine") for c in crossings(edges, wing, room)] == []
+    assert "pipeline.compute.workers" in edges["pipeline.answer.reply"]  # (the graph is read)
+
+
+def test_compute_knows_nothing_of_a_conversation() -> None:
+    edges = graph(at_import=False)
+    outside = sorted(c for c in crossings(edges, "pipeline.compute", "pipeline")
+                     if not c.split(" -> ")[1].startswith(("pipeline.compute", "pipeline.events",
+                                                           "pipeline.timeline")))
+    assert outside == []
+
+
+def test_the_roots_hold_few_modules_and_every_package_says_what_it_owns() -> None:
+    assert len(list((ROOT / "app").glob("*.py"))) <= 10
+    assert len(list((ROOT / "pipeline").glob("*.py"))) <= 15
+    undocumented = sorted(str(init.relative_to(ROOT)) for floor in FLOORS
+                          for init in (ROOT / floor).rglob("__init__.py")
+                          if not ast.get_docstring(ast.parse(init.read_text())))
+    assert undocumented == []
+    rooms = [*WINGS, "pipeline.room", "pipeline.skills", "app.transports",
+             "app.transports.webrtc", "app.transports.wyoming", "app.transports.realtime",
+             "app.observe"]
+    silent = [room for room in rooms if "may import" not in ast.get_docstring(ast.parse(
+        (ROOT / room.replace(".", "/") / "__init__.py").read_text()), clean=True).lower()]
+    assert silent == []
 
 
 def test_the_pipeline_opens_no_database_and_reads_no_environment() -> None:
@@ -202,7 +241,8 @@ def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
         ["pipeline.a", "pipeline.b", "pipeline.c"]]
 
 
-ADAPTERS = {"app/webrtc.py", "models/echo_cancel.py", "models/llama_internals.py"}
+ADAPTERS = {"app/transports/webrtc/tracks.py", "models/echo_cancel.py",
+            "models/llama_internals.py"}
 """Adapters to third-party internals (aiortc, the audio-processing binding, llama-cpp-python):
 the only modules allowed a `# noqa: SLF001`."""
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.metrics import (
+from app.observe.metrics import (
     LoopLag,
     latency_summary,
     percentile,
@@ -19,8 +19,8 @@ from app.metrics import (
     ttfa_ms,
     waterfall,
 )
-from app.prometheus import Metrics
-from pipeline.stats import EngineStats
+from app.observe.prometheus import Metrics
+from pipeline.compute.stats import EngineStats
 
 
 def test_percentile_interpolates_between_order_statistics_like_numpy() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.ear import Ear
-from pipeline.llm import Message
+from pipeline.answer.llm import Message
+from pipeline.listen.ear import Ear
 from pipeline.speaker import Speaker
 from tests.fakes import (
     TEST_VAD,
@@ -95,7 +95,7 @@ def test_the_noisy_room_ear_is_loaded_with_its_own_beam_width(monkeypatch) -> No
 
     import app.runtime as runtime
     from models.locate import Located
-    from pipeline.asr import AsrOptions
+    from pipeline.listen.asr import AsrOptions
 
     loaded: dict[str, AsrOptions] = {}
     monkeypatch.setattr(runtime, "load_transcriber",

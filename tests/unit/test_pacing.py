@@ -1,4 +1,4 @@
-"""Real-time pacing (app.pacing): frames leave 20 ms apart on one schedule, their pts
+"""Real-time pacing (app.transports.pacing): frames leave 20 ms apart on one schedule, their pts
 counting samples; a short stall is caught up, a long one restarts the schedule instead of
 bursting; the tracks and the bench microphone take the frame that leaves as it leaves."""
 
@@ -10,9 +10,10 @@ import av
 import numpy as np
 import pytest
 
-from app.client import MicQueue, MicTrack
-from app.pacing import FrameClock, Pacer
-from app.webrtc import SpeakerTrack, audio_frame
+from app.transports.client_audio import MicQueue
+from app.transports.pacing import FrameClock, Pacer
+from app.transports.webrtc.client import MicTrack
+from app.transports.webrtc.tracks import SpeakerTrack, audio_frame
 from pipeline.events import FRAME_SAMPLES
 from pipeline.speaker import Speaker
 

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
+from pipeline.answer.model_calls import Models
+from pipeline.compute.workers import ModelWorker
 from pipeline.conversation_events import BargeIn, Transcript
 from pipeline.events import Endpoint, SilenceOnset, SpeechStarted, VadEvent
-from pipeline.model_calls import Models
 from pipeline.speaker import Speaker
 from pipeline.timeline import ENDPOINT
-from pipeline.workers import ModelWorker
 from tests.fakes import (
     FakeResponder,
     FakeSynthesizer,

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from pipeline.answer.heard import WORD_S, Spoken, heard_words
+from pipeline.answer.llm import Message
+from pipeline.answer.reply import Reply
 from pipeline.conversation_events import ConversationEvent, ReplyDelta, Transcript
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Clause, Pcm
-from pipeline.heard import WORD_S, Spoken, heard_words
-from pipeline.llm import Message
-from pipeline.reply import Reply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, TTFA_SERVER, Timeline, now
 from tests.fakes import (

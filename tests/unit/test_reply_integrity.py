@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 
-from pipeline.llm import Message
-from pipeline.reply import NOT_CAUGHT, Reply
+from pipeline.answer.llm import Message
+from pipeline.answer.reply import NOT_CAUGHT, Reply
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import SPEECH_END, Timeline, now

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pipeline.conversation_events import BargeIn
+from pipeline.listen.vad import Endpointer
 from pipeline.room import Heard, Room
 from pipeline.speaker import Speaker
-from pipeline.vad import Endpointer
 from tests.fakes import (
     TEST_VAD,
     FakeResponder,

@@ -150,7 +150,7 @@ def test_frames_taken_faster_than_real_time_are_not_an_echo_reference() -> None:
 
 
 def test_a_sender_catching_up_after_a_stall_is_still_playing_live() -> None:
-    """app.pacing catches up on at most 200 ms (10 frames) after a stalled loop; the guard
+    """app.transports.pacing catches up on at most 200 ms (10 frames) after a stalled loop; the guard
     must not stand down then (with 12 frames as the mark it could, on a loaded box)."""
     guard = EchoGuard()
     far = speechlike(60, 15)

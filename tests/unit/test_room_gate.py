@@ -7,10 +7,10 @@ import pytest
 
 from pipeline.audio import frames, rms_dbfs
 from pipeline.events import FRAME_SAMPLES, AudioFrame, Endpoint, SilenceOnset, SpeechStarted
+from pipeline.listen.vad import Endpointer, VadOptions
 from pipeline.room import Room, RoomOptions, Stream
 from pipeline.room.bands import band_energies
 from pipeline.room.gate import IDLE_WAIT_FRAMES
-from pipeline.vad import Endpointer, VadOptions
 from tests.audio_helpers import Noise
 
 noise = Noise(seed=0)
@@ -161,7 +161,7 @@ def feed(endpointer: Endpointer, frames: list[np.ndarray], start: float = 0.0) -
 def test_a_burst_of_background_talk_too_short_to_be_a_turn_ends_unheard() -> None:
     """It may start an utterance, but with less confirmed speech than min_turn_ms it
     never raises a silence onset or an endpoint: no speculation, no turn (the endpointer
-    keeps it as unheard: pipeline.talk_over hears it if it held a reply)."""
+    keeps it as unheard: pipeline.turn.talk_over hears it if it held a reply)."""
     endpointer = Endpointer(VadOptions(), classify=lambda pcm: bool(np.abs(pcm).max() > 100),
                             room=Room(RoomOptions(min_turn_ms=200)))
     quiet = [noise(-80) for _ in range(40)]

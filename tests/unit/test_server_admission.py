@@ -11,7 +11,7 @@ import pytest
 
 from app.security.limits import Refused
 from app.server import ServerOptions, Sessions
-from pipeline.stats import EngineStats
+from pipeline.compute.stats import EngineStats
 
 
 def busy_sessions(options: ServerOptions, live: int) -> Sessions:

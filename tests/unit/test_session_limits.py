@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiortc import RTCPeerConnection
 
-from app.session import MESSAGE_BURST, Session
+from app.transports.webrtc.session import MESSAGE_BURST, Session
 
 
 @pytest.fixture

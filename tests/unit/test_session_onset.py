@@ -12,10 +12,10 @@ import pytest
 from aiortc import RTCPeerConnection
 
 from app.server import ServerOptions, Sessions
-from app.session import Session
+from app.transports.webrtc.session import Session
+from pipeline.compute.stats import EngineStats
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Turn
-from pipeline.stats import EngineStats
 from pipeline.timeline import SPEECH_END, TTFA_BROWSER, TTFA_SERVER, Timeline
 
 

@@ -1,4 +1,4 @@
-"""pipeline.tools: a tool call becomes the plain request the skills understand, believed
+"""pipeline.answer.tools: a tool call becomes the plain request the skills understand, believed
 only as far as the user's words support it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipeline.tools import TOOLS, may_be_call, request_for, without_markers
+from pipeline.answer.tools import TOOLS, may_be_call, request_for, without_markers
 
 
 def call(tool: str, **arguments: str) -> str:

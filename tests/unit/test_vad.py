@@ -15,7 +15,7 @@ from pipeline.events import (
     SilenceOnset,
     SpeechStarted,
 )
-from pipeline.vad import MAX_LATE_ONSETS, Endpointer, VadOptions, webrtc_classifier
+from pipeline.listen.vad import MAX_LATE_ONSETS, Endpointer, VadOptions, webrtc_classifier
 
 OPTIONS = VadOptions(
     start_ms=60, start_window_ms=100, pre_roll_ms=100, onset_ms=60, endpoint_ms=200,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiortc.rtp import RtpPacket
 
-from app.webrtc import PacketJitterBuffer
+from app.transports.webrtc.tracks import PacketJitterBuffer
 
 
 def packet(seq: int) -> RtpPacket:

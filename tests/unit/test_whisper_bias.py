@@ -13,7 +13,7 @@ from faster_whisper import WhisperModel
 
 from app.bench.asr import Heard, TierRun, asr_set, normalise, parse_tiers, report
 from models.whisper import bias_prompt, fit_terms
-from pipeline.asr import DEFAULT_VOCABULARY, drop_repeats
+from pipeline.listen.asr import DEFAULT_VOCABULARY, drop_repeats
 
 SOT, SOT_PREV, NO_TIMESTAMPS = 50257, 50360, 50362
 

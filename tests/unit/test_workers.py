@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.workers import CpuLock, ModelWorker, Priority
+from pipeline.compute.workers import CpuLock, ModelWorker, Priority
 from tests.fakes import Workers, until
 
 pytestmark = pytest.mark.timeout(10)

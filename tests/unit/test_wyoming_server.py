@@ -310,7 +310,7 @@ async def test_voice_after_the_onset_that_never_resumed_the_turn_still_counts() 
 
     from app.transports.audio import PcmFormat
     from app.transports.wyoming.service import Listening, ServiceOptions
-    from pipeline.vad import Endpointer
+    from pipeline.listen.vad import Endpointer
     from tests.fakes import TEST_VAD
 
     fake = fake_engine(["What time is it?"], ["x"])
@@ -345,9 +345,9 @@ async def test_voice_after_the_onset_that_never_resumed_the_turn_still_counts() 
 async def test_an_utterance_whose_room_is_noisy_is_heard_by_the_noisy_room_ear() -> None:
     from app.transports.audio import PcmFormat
     from app.transports.wyoming.service import Listening, ServiceOptions
-    from pipeline.ear import Ear
+    from pipeline.listen.ear import Ear
+    from pipeline.listen.vad import Endpointer
     from pipeline.room import Room
-    from pipeline.vad import Endpointer
     from tests.fakes import TEST_VAD, FakeTranscriber
 
     class Loud(Room):

@@ -1,5 +1,5 @@
 """A Realtime client for `apace bench --transport realtime`: the same measurements as
-app.client.Client (WebRTC), over /v1/realtime.
+app.transports.webrtc.client.Client (WebRTC), over /v1/realtime.
 
 Like a microphone it sends audio continuously at real-time pace (silence between
 questions: apace's endpointer needs it), records each reply audio delta's arrival time
@@ -21,8 +21,8 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
-from app.client import MicQueue, Received, wait_event
-from app.pacing import FrameClock
+from app.transports.client_audio import MicQueue, Received, wait_event
+from app.transports.pacing import FrameClock
 from app.transports.realtime.protocol import RATE
 from pipeline.audio import resample, to_int16
 from pipeline.events import FRAME_MS, SAMPLE_RATE, Pcm

@@ -6,7 +6,7 @@
     Conversation events ─► transcription, response.*, transcript deltas
     Speaker ─► paced 20 ms frames ─► 16→24 kHz ─► response.output_audio.delta
 
-Reply audio leaves at the pace it plays (app.pacing.Pacer), so that what the
+Reply audio leaves at the pace it plays (app.transports.pacing.Pacer), so that what the
 conversation records as heard is what the client played: a barge-in — new speech, or
 `response.cancel` — truncates the item as the browser path does. Every client error is
 answered with an `error` event; the session goes on.
@@ -19,9 +19,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from app.pacing import Pacer
 from app.security.limits import RateLimit, Refused, parse_json
 from app.transports.audio import Inbound, Outbound, PcmFormat
+from app.transports.pacing import Pacer
 from app.transports.realtime import commands
 from app.transports.realtime.options import RealtimeOptions
 from app.transports.realtime.protocol import (

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from app.client import Received, wait_event
-from app.pacing import FrameClock
+from app.transports.client_audio import Received, wait_event
+from app.transports.pacing import FrameClock
 from pipeline import conversation_events as wire
 from pipeline.audio import frames
 from pipeline.events import SAMPLE_RATE, Pcm

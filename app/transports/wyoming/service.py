@@ -34,14 +34,14 @@ from app.transports.audio import FormatError, Inbound, PcmFormat
 from app.transports.wyoming.conversations import Conversations, HandleError
 from app.transports.wyoming.info import ProgramNames, info_event
 from app.transports.wyoming.protocol import Event
-from pipeline.clauses import ClauseSplitter
-from pipeline.ear import Ear
+from pipeline.answer.clauses import ClauseSplitter
+from pipeline.compute.workers import Priority
 from pipeline.engine import Engine
 from pipeline.events import FRAME_MS, SAMPLE_RATE, AudioFrame, Endpoint, Pcm, SilenceOnset
+from pipeline.listen.ear import Ear
+from pipeline.listen.vad import LATE_VOICE_MS, Endpointer, webrtc_classifier
 from pipeline.room import Stream
 from pipeline.timeline import now
-from pipeline.vad import LATE_VOICE_MS, Endpointer, webrtc_classifier
-from pipeline.workers import Priority
 
 log = logging.getLogger(__name__)
 

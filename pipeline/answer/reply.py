@@ -1,0 +1,384 @@
+"""One reply attempt: utterance audio → transcript → LLM → clauses → TTS → speaker.
+
+A reply starts *speculative* at silence onset: it transcribes, thinks and synthesizes into
+a buffer but plays nothing. `commit()` at the endpoint releases its audio to the speaker;
+cancelling it (the user resumed, or barged in) stops its model work at the next item.
+The LLM and TTS run concurrently: clause 2 is generated while clause 1 is synthesized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pipeline.answer.claims import NOT_DONE, claims_action
+from pipeline.answer.clauses import ClauseOptions, ClauseSplitter
+from pipeline.answer.heard import Spoken, heard_words
+from pipeline.answer.integrity import (
+    CopyGuard,
+    IntegrityOptions,
+    earlier_replies,
+    prompt_history,
+    sentence_budget,
+)
+from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
+from pipeline.answer.model_calls import Models
+from pipeline.answer.tools import may_be_call, request_for, without_markers
+from pipeline.compute.workers import Gate, Priority
+from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
+from pipeline.events import SAMPLE_RATE, Clause, Pcm
+from pipeline.skills.base import SkillReply
+from pipeline.speaker import Speaker
+from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
+
+log = logging.getLogger(__name__)
+
+NOT_CAUGHT = "Sorry, I didn't catch that."
+"""Said when the LLM's only answer is a tool call that cannot be made (never the call)."""
+
+
+@dataclass
+class Reply:
+    models: Models
+    speaker: Speaker
+    history: Sequence[Message]
+    audio: Pcm
+    timeline: Timeline
+    emit: Emit
+    speculative: bool
+    clause_options: ClauseOptions | None = None
+    find_draft: Callable[[str], str | None] | None = None
+    """An expected reply for a transcript (reply cache, re-speculation): a decoding hint."""
+    integrity: IntegrityOptions = field(default_factory=IntegrityOptions)
+    """What the LLM reads of `history`, copy guard, spoken-length budget."""
+    answer_skill: Callable[[str], SkillReply | None] | None = None
+    """A built-in skill's answer to a transcript (None: the LLM answers)."""
+    on_action: Callable[[SkillReply], None] | None = None
+    """Called after a skill's action ran (the turn was committed)."""
+    early_verdict: bool = True
+    """Ask the turn detector as soon as the transcript is in (ConversationOptions)."""
+    spoken: bool = True
+    """False: the reply is text only (a client that asked for no audio): no TTS job is
+    queued and no audio made; each clause counts as heard once it is written."""
+    skill: SkillReply | None = None
+    copies: int = 0
+    """Replies thrown away because they copied an earlier one (then regenerated)."""
+    transcript: str | None = None
+    """Heard from `audio` by the ASR worker; given (a typed turn): no ASR job at all."""
+    done_logprob: float | None = None
+    """The turn detector's verdict on the transcript (speculative replies only)."""
+    judging: bool = False
+    """The turn detector is working on the transcript: its verdict is still to come."""
+    text: str = ""
+    tokens: int = 0
+    llm_seconds: float = 0.0
+    started: float = field(default_factory=now)
+    committed: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    _spoken: list[Spoken] = field(default_factory=list)
+    _generated_all: bool = False
+    _sentence_sent: bool = False
+    _held: list[ConversationEvent] = field(default_factory=list)
+    _llm_gate: Gate = field(default_factory=Gate)
+    _clause_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    """Clause 1 is written (or there will be none): the turn detector may run."""
+    _verdict_in: asyncio.Event = field(default_factory=asyncio.Event)
+    """The turn detector has answered (or is not asked): clause 1's audio may be made."""
+    _acted: bool = False
+    _clauses: list[str] = field(default_factory=list)
+    _sentences: int = 0
+    _spent: bool = False
+
+    def commit(self) -> None:
+        """The user's turn is over: this reply may play (and be shown)."""
+        self.speculative = False
+        self.committed.set()
+        if isinstance(self.models.responder, Promotes):  # a shared LLM: its job moves up
+            self.models.responder.promote()
+        held, self._held = self._held, []
+        for event in held:
+            self.emit(event)
+        self._act()
+
+    def _act(self) -> None:
+        """A skill's side effect, once, and only for a committed turn: a speculation the
+        user then talked on from must change nothing."""
+        skill = self.skill
+        if skill is None or self._acted or not self.committed.is_set():
+            return
+        self._acted = True
+        if skill.action is not None:
+            try:
+                skill.action()
+            except Exception:  # the spoken reply stands; the turn goes on
+                log.exception("skill %s failed to act", skill.skill)
+        if self.on_action is not None:
+            self.on_action(skill)
+
+    def _show(self, event: ConversationEvent) -> None:
+        # A speculative reply stays invisible: if the user resumes it never happened.
+        if self.committed.is_set():
+            self.emit(event)
+        else:
+            self._held.append(event)
+
+    @property
+    def priority(self) -> Priority:
+        return Priority.SPECULATIVE if self.speculative else Priority.CONFIRMED
+
+    @property
+    def played_text(self) -> str:
+        """What the user actually heard: whole clauses, then the heard share of the next."""
+        return " ".join(heard_words(self._spoken))
+
+    @property
+    def audio_s(self) -> float:
+        """Seconds of reply audio made (all of it, heard or not)."""
+        return sum(s.samples for s in self._spoken) / SAMPLE_RATE
+
+    @property
+    def played_s(self) -> float:
+        return sum(s.played for s in self._spoken) / SAMPLE_RATE
+
+    async def run(self) -> None:
+        """Transcribe, think, speak; returns when the reply has played out.
+
+        Cancel-safe: cancelling stops the model work at its next item; queued audio stays
+        in the speaker for the caller to clear.
+        """
+        if self.transcript is None:  # typed words are never queued on the ASR worker
+            self.transcript = await self.models.hear(self.audio, self.priority)
+        self.timeline.stamp(ASR_FINAL)
+        # Ask the turn detector only while the endpoint is still to come (speculating).
+        self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
+        if not self.transcript:
+            return
+        if self.answer_skill is not None:
+            self.skill = self.answer_skill(self.transcript)
+            self._act()
+        self._show(Transcript(self.transcript, final=True))
+        clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
+        async with asyncio.TaskGroup() as group:
+            if self.judging:
+                group.create_task(self._judge_turn())
+            else:
+                self._verdict_in.set()
+            group.create_task(self._think(clauses))
+            group.create_task(self._speak(clauses))
+        await self.finished.wait()
+        # Nothing to say (the hush skill) is played out at once: a speculation is still
+        # not the turn's reply until the endpoint commits it.
+        await self.committed.wait()
+
+    async def _judge_turn(self) -> None:
+        """The turn detector's verdict on the transcript, on its own worker and context.
+
+        Asked first, before the LLM reads the words (early_verdict): the endpoint waits
+        for it, so a finished turn ends ~0.3 s after the speech, not once clause 1 is
+        written. Clause 1's audio is made after the verdict either way; the CPU does the
+        same work in another order. Late (after clause 1), the endpoint of every LLM turn
+        came at the statement wait's 1 s on a loaded box.
+        """
+        detector, worker = self.models.detector, self.models.detector_worker
+        assert detector is not None and worker is not None and self.transcript is not None
+        if not self.early_verdict:
+            await self._clause_ready.wait()
+        try:
+            self.done_logprob = await worker.run(detector.done_logprob, self.transcript,
+                                                 priority=self.priority)
+        except Exception:  # the endpoint falls back to punctuation; the reply goes on
+            log.exception("turn detector failed")
+        self.judging = False
+        self._verdict_in.set()
+
+    async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        splitter = ClauseSplitter(self.clause_options)
+        assert self.transcript is not None
+        budget = sentence_budget(self.transcript, self.integrity)
+        try:
+            if self.skill is not None:
+                self.timeline.stamp(TTFT)
+                self.text = self.skill.text
+                self._show(ReplyDelta(self.skill.text))
+                self._queue(splitter.feed(self.skill.text), clauses, budget)
+            else:
+                await self._generate(splitter, clauses, budget)
+            if not self._spent:
+                rest = splitter.flush()
+                # A reply cut by the token cap mid-sentence ("However, you"): after a
+                # whole sentence, its unfinished tail is not spoken.
+                if not (self._clauses and rest and not _ends_sentence(rest[-1].text)):
+                    self._queue(rest, clauses, budget)
+        finally:
+            clauses.put_nowait(None)
+            self._clause_ready.set()
+        if self.skill is None:
+            self.text = " ".join(self._clauses)  # what is spoken, budget and guard applied
+
+    async def _generate(self, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+                        budget: int) -> None:
+        """The LLM's reply; regenerated without history if it copies an earlier one."""
+        assert self.transcript is not None
+        options = self.integrity
+        earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
+        history = prompt_history(self.history, options)
+        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
+        guard = CopyGuard(earlier, options)
+        await self._stream(history, draft, guard, splitter, clauses, budget)
+        if guard.copied is not None:
+            log.info("reply copied an earlier one (%r): regenerating without history",
+                     guard.copied[:60])
+            self.copies += 1
+            await self._stream([], None, CopyGuard([], options), splitter, clauses, budget)
+
+    async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
+                      splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+                      budget: int, *, plain: bool = False) -> None:
+        reply = functools.partial(self.models.responder.reply, plain=True) if plain \
+            else self.models.responder.reply
+        stream = self.models.llm_worker.stream(
+            reply, history, self.transcript, draft, priority=self.priority, gate=self._llm_gate,
+        )
+        first_token: float | None = None
+        # A tool-calling LLM may answer with a call to a skill: held until it is clear.
+        # (Told not to call, a small model may still write one: held then too, never said.)
+        tools = self.answer_skill is not None and _uses_tools(self.models.responder)
+        call = "" if tools else None
+        async with contextlib.aclosing(stream):
+            async for piece in stream:
+                first_token = first_token or now()
+                self.llm_seconds = now() - first_token
+                self.tokens += 1
+                if call is not None:
+                    call += piece
+                    if may_be_call(call):
+                        continue
+                    piece, call = without_markers(call), None
+                released = guard.feed(piece)
+                if guard.copied is not None:
+                    return
+                if released and self._say_llm(released, splitter, clauses, budget):
+                    return  # the spoken-length budget is spent, or a false claim: stop
+        if call and plain:
+            log.info("a call-shaped reply when told not to call (%r): not said", call[:80])
+            self._say(NOT_CAUGHT, splitter, clauses, budget)
+        elif call and not self._call_skill(call, splitter, clauses, budget):
+            # A call the user's words do not support: answer in words instead.
+            await self._stream(history, None, guard, splitter, clauses, budget, plain=True)
+        elif released := guard.finish():
+            self._say_llm(released, splitter, clauses, budget)
+
+    def _say_llm(self, text: str, splitter: ClauseSplitter,
+                 clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """The LLM's words, unless they claim a timer or list action, which no skill did
+        (pipeline.answer.claims): then one honest sentence instead. True: stop the LLM."""
+        assert self.transcript is not None
+        if not claims_action(self.text + text, self.transcript):
+            return self._say(text, splitter, clauses, budget)
+        log.info("the LLM claimed an action no skill did (%r): not said", (self.text + text)[-80:])
+        splitter.drop()
+        self._say(NOT_DONE, splitter, clauses, budget)
+        return True
+
+    def _say(self, text: str, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
+             budget: int) -> bool:
+        self.timeline.stamp(TTFT)
+        self.text += text
+        self._show(ReplyDelta(text))
+        return self._queue(splitter.feed(text), clauses, budget)
+
+    def _call_skill(self, call: str, splitter: ClauseSplitter,
+                    clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """The LLM called a tool: the skill answers the request the call stands for.
+        False when the call is not believed (or no skill answers it)."""
+        assert self.answer_skill is not None and self.transcript is not None
+        request = request_for(call, self.transcript)
+        skill = self.answer_skill(request) if request is not None else None
+        log.info("tool call %r → %r → %s", call.strip()[:80], request, skill and skill.skill)
+        if skill is None:
+            return False
+        self.skill = skill
+        self._act()
+        self._say(skill.text, splitter, clauses, budget)
+        return True
+
+    def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+        """Hand clauses to the speaker side; True once the reply's sentence budget (or its
+        word budget, at a sentence end) is spent."""
+        for clause in made:
+            if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
+                self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
+            self.timeline.stamp(FIRST_CLAUSE)
+            clauses.put_nowait(clause)
+            self._clauses.append(clause.text)
+            self._clause_ready.set()
+            if clause.ends_sentence:
+                self._sentences += 1
+                words = sum(len(c.split()) for c in self._clauses)
+                if self._sentences >= budget or words >= self.integrity.max_words:
+                    self._spent = True
+                    return True
+        return False
+
+    async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        if not self.spoken:
+            await self._write(clauses)
+            return
+        while (clause := await clauses.get()) is not None:
+            await self._verdict_in.wait()
+            spoken = Spoken(clause)
+            self._spoken.append(spoken)
+            stream = self.models.tts_worker.stream(
+                self.models.synthesizer.synthesize, clause.text, priority=self.priority
+            )
+            async with contextlib.aclosing(stream):
+                async for pcm in stream:
+                    self._llm_gate.open()
+                    await self.committed.wait()
+                    spoken.samples += len(pcm)
+                    self.speaker.push(pcm, self._on_played(spoken))
+            spoken.done = True
+            self._llm_gate.open()
+            if clause.ends_sentence:
+                self._sentence_sent = True
+                self._stamp_ttua()
+        self._generated_all = True
+        self._check_finished()
+
+    async def _write(self, clauses: asyncio.Queue[Clause | None]) -> None:
+        """A text-only reply: every clause is shown as it is written, so it is what was
+        "heard" (an interruption keeps the clauses written by then)."""
+        while (clause := await clauses.get()) is not None:
+            self._spoken.append(Spoken(clause, done=True))
+        self._generated_all = True
+        self._check_finished()
+
+    def _on_played(self, spoken: Spoken) -> Callable[[int], None]:
+        def played(samples: int) -> None:
+            self.timeline.stamp(TTFA_SERVER)
+            self._stamp_ttua()
+            spoken.played += samples
+            self._check_finished()
+
+        return played
+
+    def _stamp_ttua(self) -> None:
+        # A usable answer: a whole sentence handed to the transport, and playback begun.
+        if self._sentence_sent and self.timeline.has(TTFA_SERVER):
+            self.timeline.stamp(TTUA)
+
+    def _check_finished(self) -> None:
+        if self._generated_all and all(s.played >= s.samples for s in self._spoken):
+            self.finished.set()
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().rstrip("\"')]").endswith((".", "!", "?", "…"))
+
+
+def _uses_tools(responder: Responder) -> bool:
+    return isinstance(responder, TakesTools) and responder.tools

@@ -1,0 +1,56 @@
+"""TTS: what a conversation needs of a voice (`Synthesizer`: one clause in, 16 kHz int16
+audio chunks out), its options, and where a clause's sound starts. The Piper adapter is
+models/piper.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from pipeline.events import SAMPLE_RATE, Pcm
+
+
+class Synthesizer(Protocol):
+    """Text → 16 kHz mono int16 chunks. Blocking: iterate it inside a model worker."""
+
+    voice_id: str
+
+    def synthesize(self, text: str) -> Iterator[Pcm]: ...
+
+
+@runtime_checkable
+class Tuned(Protocol):
+    """A Synthesizer whose `options` (pace, variation) shape its audio: the same clause
+    under other options is other audio (pipeline.answer.caches keys on them)."""
+
+    options: object
+
+
+@dataclass(frozen=True, kw_only=True)
+class TtsOptions:
+    length_scale: float | None = None
+    """Speaking rate: < 1 is faster, > 1 slower (None: the voice's own setting)."""
+    volume: float = 0.8
+    """Piper normalises each sentence to full scale; this leaves headroom."""
+    trim_lead: bool = True
+    """Drop the near-silence Piper puts before a clause (30-65 ms measured with the default
+    voice): every millisecond of it is added to time-to-first-audio."""
+    stream: bool = True
+    """Split the voice at its decoder and send audio as it is decoded (models/piper_stream.py);
+    False: Piper's whole-sentence synthesis (to measure the lever)."""
+
+
+SOUND_LEVEL = 100
+"""Samples above this (-50 dBFS) are sound; Piper's lead-in sits below it."""
+LEAD_KEPT = SAMPLE_RATE * 5 // 1000
+"""Audio kept before the first sound (5 ms), so the onset is not clipped."""
+
+
+def first_sound(pcm: Pcm, level: int = SOUND_LEVEL) -> int | None:
+    """Index of the first sample louder than `level`, or None if there is none."""
+    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > level)
+    return int(loud[0]) if loud.size else None

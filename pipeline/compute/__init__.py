@@ -1,0 +1,7 @@
+"""Compute: sharing the CPU and the models among every conversation.
+
+Owns the model workers (`workers`: blocking calls off the event loop, by priority),
+continuous batching's pure parts (`batching`), admission from measured load
+(`admission`) and the engine's counters (`stats`). Knows nothing of a
+conversation: may import only the root's events and timeline.
+"""

@@ -1,0 +1,96 @@
+"""Adaptive endpointing: how much silence ends a turn depends on what was said.
+
+A transcript that ends a sentence ("…today?") can end the turn after a short silence;
+one that trails off ("set a timer for…") waits longer. The transcript comes from the
+speculative ASR at silence onset, so the decision costs nothing extra. Where a turn
+detector runs (pipeline.listen.turn_detector), its verdict replaces punctuation, which Whisper
+also puts after fragments ("What is the capital?"). Pure logic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TRAILING_WORDS = frozenset(
+    """a an the and or but so because if then than that which who whose whom where when
+    while for to of in on at by with from into about like as is are was were be been am
+    my your his her its our their this these those some any um uh er hmm well also plus
+    minus times over under between what how why can could would should will shall do does
+    did please let me i i'm we you""".split()
+)
+_WORD = re.compile(r"[\w']+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointOptions:
+    complete_ms: int = 240
+    """Silence that ends a turn whose transcript is a question or exclamation ("?", "!")."""
+    statement_ms: int = 1000
+    """Silence that ends a turn ending in "." (or that the turn detector is unsure of, or
+    whose verdict is still to come):
+    Whisper puts a period after fragments too ("Set a timer for it.", "How far is the
+    minute."), so a period is weaker evidence than "?". The 0.7 s thinking pauses of
+    `apace bench`'s paused set are 760-900 ms of silence once Piper's own pauses are
+    counted, and the VAD needs 60 ms of voice to hear the user resume: a fragment that
+    scored -14.4 was cut off at 900 ms."""
+    trailing_ms: int = 1200
+    """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
+    Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
+    done_logprob: float = -11.0
+    """Turn-detector log P(turn over) at or above which the turn is complete (complete_ms).
+    Measured: finished turns -1 … -9.6, except "who wrote romeo and juliet" -12.6 and
+    "what time is it" -14.0; fragments -14.4 … -26, except "how far is the moon" -9.1."""
+    unfinished_logprob: float = -15.0
+    """At or below this the user is mid-sentence (trailing_ms); in between, statement_ms.
+    A wait that grew linearly through the middle band cut off two fragments Whisper
+    misheard ("play some music, bye" -12.8, "what is the weather light" -14.4): finished
+    turns score there too ("who wrote romeo and juliet" -12.6), the band does not sort."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.complete_ms <= self.statement_ms <= self.trailing_ms:
+            raise ValueError(
+                "endpoint bounds must satisfy 0 < complete_ms ≤ statement_ms ≤ trailing_ms"
+            )
+        if not self.unfinished_logprob <= self.done_logprob <= 0:
+            raise ValueError("turn thresholds must satisfy unfinished_logprob ≤ done_logprob ≤ 0")
+
+
+def endpoint_silence_ms(
+    transcript: str, default_ms: int, options: EndpointOptions, *,
+    done_logprob: float | None = None, verdict_pending: bool = False,
+) -> int:
+    """The silence (ms) after which a turn with this transcript is over.
+
+    `done_logprob` is the turn detector's verdict; `verdict_pending` says one is coming,
+    so punctuation alone must not end the turn early. The verdict is asked for once the
+    reply's first clause is written (pipeline.answer.reply), ~0.4 s into the silence on 2 CPU
+    cores: till then the turn ends as an unsure one would (statement_ms, or the VAD
+    default if longer), never sooner than the verdict could say.
+    """
+    text = transcript.strip()
+    words = _WORD.findall(text.lower())
+    if not words:
+        return default_ms
+    if text.endswith((",", "-", "—", "…", "...")):
+        return options.trailing_ms
+    if words[-1] in _TRAILING_WORDS:
+        # Many a finished turn ends in one ("… to all of you.", "Turn it on."): where
+        # Whisper closed the sentence, a detector not sure it is unfinished decides
+        # between complete and statement; fragments scored -20 … -28.
+        closed = text.endswith((".", "?", "!"))
+        if not closed or done_logprob is None or done_logprob <= options.unfinished_logprob:
+            return options.trailing_ms
+    if done_logprob is not None:
+        if done_logprob >= options.done_logprob:
+            return options.complete_ms
+        if done_logprob <= options.unfinished_logprob:
+            return options.trailing_ms
+        return options.statement_ms
+    if verdict_pending:
+        return max(default_ms, options.statement_ms)
+    if text.endswith(("?", "!")):
+        return options.complete_ms
+    if text.endswith("."):
+        return options.statement_ms
+    return default_ms
