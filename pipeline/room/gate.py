@@ -50,7 +50,7 @@ frames heard so far (at least this many)."""
 QUIET_DB = -50.0
 """A stream whose frames so far were typically this quiet has no talk in its room."""
 
-STRONG_DB = 9.0
+STRONG_DB = 6.0
 """A frame this near a turn's own level is its user's (a vowel): talk 15 dB under the
 user reaches it in fewer than 1 frame in 100 (the bench's four voices)."""
 UNDER_TALK_FRAMES = 10
@@ -203,7 +203,7 @@ class Room:
         if self._raw_echo is not None:
             self._raw_echo.learn(user=confirmed or (in_utterance and going_on))
         self._hear_room(dbfs(echo.near), echo, in_utterance)
-        if in_utterance and confirmed:
+        if in_utterance and confirmed and not self._long_after_vowel():
             self.talker.speech(level)
         resumes = confirmed or (voiced and not under and not echo.explained
                                 and self._above_room(level))
@@ -305,18 +305,24 @@ class Room:
             self._under_talk, self._over, self._told = 0, 1 << 30, False
             return False
         turn = self.talker.turn_db()
-        if not self.options.turn_range_db or turn <= UNKNOWN_DB:
-            return False
-        if talk and level >= turn - STRONG_DB:
+        if talk and (turn <= UNKNOWN_DB or level >= turn - STRONG_DB):
             self._over, self._under_talk, self._told = 0, 0, False
             return False
         self._over += 1
+        if not self.options.turn_range_db or turn <= UNKNOWN_DB:
+            return False
         under = talk and level < turn - self.options.turn_range_db
         if under and self._over * FRAME_MS / 1000 > self.options.hold_s:
             self._under_talk += 1
         # Found: such voice is not the user's but as a word's soft end, right after a vowel.
         return (under and self._under_talk >= UNDER_TALK_FRAMES
                 and self._over * FRAME_MS / 1000 > self.options.tail_s)
+
+    def _long_after_vowel(self) -> bool:
+        """More than `hold_s` since the user's last vowel: what is confirmed now does not
+        teach the turn's (or the user's) level, lest talk under the turn drag it down
+        to its own and so pass for the user (RoomOptions.turn_range_db)."""
+        return bool(self.options.turn_range_db) and self._over * FRAME_MS / 1000 > self.options.hold_s
 
     def _goes_on(self, level: float, echo: Echo) -> bool:
         if echo.echo and echo.residual < 0.5 * echo.echo:
