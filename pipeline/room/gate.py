@@ -8,7 +8,9 @@ the television and our own reply coming back. The gate adds what a listener uses
   stream: on for raw audio, off when the browser says it did);
 - our own echo discounted (pipeline.room.echo): what the prediction of our playback
   explains is not the user;
-- the room's level (pipeline.room.levels.RoomLevel) and the user's (TalkerLevel);
+- the room's level (pipeline.room.levels.RoomLevel) and the user's (TalkerLevel), in
+  this turn too: talk well under the turn's own level that goes on after the user's last
+  vowel is not the user, and the turn's speech end is theirs (`_under_turn`);
 - a neural VAD's opinion (Silero, models/silero.py), when one is given.
 
 It gives two verdicts per frame. *confirmed* (strict) decides whether a turn starts,
