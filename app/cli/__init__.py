@@ -38,6 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose:  # -v: apace's own debug log; -vv: the libraries' too (aiortc's is loud)
         for name in OWN_LOGGERS:
             logging.getLogger(name).setLevel(logging.DEBUG)
+    # The GPU environment's CUDA libraries, before anything imports an engine (models.cuda_libs;
+    # none in a CPU environment).
+    from models import cuda_libs
+
+    cuda_libs.preload()
     try:
         return int(args.run(args) or 0)
     except (ModelError, AudioError, UsageError, ListStoreError) as error:
