@@ -19,8 +19,9 @@ export APACE_CUDA_ARCHS
 GPU_HASH := $(shell (echo $(SPEC_HASH); cat .ci/gpu-recipe; echo '$(APACE_CUDA_ARCHS)') | sha256sum | cut -c1-16)
 GPU_VENV_DIR := $(CACHE_DIR)/gpu-venv-$(GPU_HASH)
 GPU_VENV := .venv-gpu
-# APACE_DEVICE=cuda: `make run` serves from the CUDA environment.
-APACE_DEVICE ?= cpu
+# APACE_DEVICE=cuda: `make run` serves from the CUDA environment, the GPU tiers by default;
+# auto (the default): the CPU environment, on a GPU where its build allows (it says why not).
+APACE_DEVICE ?= auto
 ENV_TARGET := $(if $(filter cuda,$(APACE_DEVICE)),gpu,venv)
 BIN := $(if $(filter cuda,$(APACE_DEVICE)),$(GPU_VENV),$(VENV))/bin
 APACE_ARGS ?=
@@ -33,14 +34,21 @@ APACE_ARGS ?=
 ## embedded model with nothing to download, APACE_LLM=qwen2.5-coder-1.5b answers best.
 ## APACE_NOISY_ASR is the noisy-room ear (docs/rooms.md; off: one ear). Once
 ## pulled, plain `apace serve` serves these defaults too (models/catalog.py, PREFERRED).
+ifneq ($(APACE_DEVICE),cuda)
 APACE_LLM ?= qwen2.5-coder-0.5b
 APACE_ASR ?= whisper-tiny.en
+else
+# The GPU tiers (models.catalog.PREFERRED_GPU; docs/gpu.md).
+APACE_LLM ?= qwen2.5-coder-1.5b
+APACE_ASR ?= whisper-large-v3-turbo
+endif
 APACE_NOISY_ASR ?= whisper-base
 run: $(ENV_TARGET)
 	$(BIN)/apace models pull $(APACE_LLM)
 	$(BIN)/apace models pull $(APACE_ASR)
 	$(if $(filter-out off,$(APACE_NOISY_ASR)),$(BIN)/apace models pull $(APACE_NOISY_ASR))
-	$(BIN)/apace serve --llm $(APACE_LLM) --asr $(APACE_ASR) --noisy-asr $(APACE_NOISY_ASR) $(APACE_ARGS)
+	$(BIN)/apace serve --device $(APACE_DEVICE) --llm $(APACE_LLM) --asr $(APACE_ASR) \
+		--noisy-asr $(APACE_NOISY_ASR) $(APACE_ARGS)
 
 serve: run
 

@@ -231,7 +231,9 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
     except PullError as error:
         print(f"apace: error: {error}", file=sys.stderr)
         return 1
-    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, sha256 verified). {_pulled_use(tier)}")
+    checked = "sha256 verified" if all(file.pinned for file in tier.files) else \
+        "sha256 pinned on the first pull, verified after: docs/gpu.md"
+    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, {checked}). {_pulled_use(tier)}")
     return 0
 
 

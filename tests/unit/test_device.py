@@ -260,3 +260,12 @@ def test_doctor_warns_when_a_tier_does_not_fit_and_when_the_gpu_is_unused() -> N
     assert checks["tier qwen2.5-7b"].status == "warn"
     assert [c.name for c in gpu_checks(plan(FakeProbe(devices=[])), "cpu", False)] == [
         "llm build", "gpu"]
+
+
+def test_make_run_on_cuda_pulls_and_serves_the_gpu_tiers() -> None:
+    import re
+
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    gpu_part = makefile.split("ifneq ($(APACE_DEVICE),cuda)")[1].split("else")[1].split("endif")[0]
+    found = dict(re.findall(r"^(APACE_\w+) \?= (\S+)$", gpu_part, flags=re.M))
+    assert found == {"APACE_LLM": PREFERRED_GPU["llm"][0], "APACE_ASR": PREFERRED_GPU["asr"][0]}
