@@ -121,8 +121,12 @@ ifeq ($(DRY_RUN),1)
 gpu-check: venv
 	$(VENV)/bin/python -m app.bench.gpu_check --dry-run $(if $(CI),,--resolve)
 else
+# Built for this box's GPU alone (a quarter of the 4-architecture build), unless
+# APACE_CUDA_ARCHS is given.
+THIS_GPU_ARCH = $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
+CHECK_ARCHS = $(if $(filter command line environment,$(origin APACE_CUDA_ARCHS)),$(APACE_CUDA_ARCHS),$(or $(THIS_GPU_ARCH),$(APACE_CUDA_ARCHS)))
 gpu-check:
-	$(MAKE) gpu
+	$(MAKE) gpu APACE_CUDA_ARCHS="$(CHECK_ARCHS)"
 	$(GPU_VENV)/bin/python -m app.bench.gpu_check
 endif
 

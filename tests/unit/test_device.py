@@ -269,3 +269,29 @@ def test_make_run_on_cuda_pulls_and_serves_the_gpu_tiers() -> None:
     gpu_part = makefile.split("ifneq ($(APACE_DEVICE),cuda)")[1].split("else")[1].split("endif")[0]
     found = dict(re.findall(r"^(APACE_\w+) \?= (\S+)$", gpu_part, flags=re.M))
     assert found == {"APACE_LLM": PREFERRED_GPU["llm"][0], "APACE_ASR": PREFERRED_GPU["asr"][0]}
+
+
+def test_cuda_libraries_load_once_each_a_dependant_after_its_dependency(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stand-in libraries in nvidia/cudnn/lib, the first by name needing the second: the
+    loader cannot find the second by itself (not on its path), so it loads on the retry."""
+    import shutil
+    import subprocess
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    lib = tmp_path / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    (tmp_path / "zz.c").write_text("int zz(void) { return 1; }\n")
+    (tmp_path / "ops.c").write_text("int zz(void);\nint ops(void) { return zz(); }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudnn_zz.so.9", "-o",
+                    str(lib / "libcudnn_zz.so.9"), str(tmp_path / "zz.c")], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudnn_ops.so.9", "-o",
+                    str(lib / "libcudnn_ops.so.9"), str(tmp_path / "ops.c"),
+                    str(lib / "libcudnn_zz.so.9")], check=True)
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    cuda_libs.preload.cache_clear()
+    try:
+        assert cuda_libs.preload() == ("libcudnn_zz.so.9", "libcudnn_ops.so.9")
+    finally:
+        cuda_libs.preload.cache_clear()
