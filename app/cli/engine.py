@@ -82,6 +82,8 @@ def settings_from(args: argparse.Namespace) -> Any:
 def device_plan(wanted: str, probe: Probe | None = None) -> DevicePlan:
     """models.device's plan for this box (--device auto), or the CPU (--device cpu); --device
     cuda where the plan cannot use the GPU is a UsageError saying why not."""
+    if wanted not in ("auto", "cpu", "cuda"):  # argparse does not check an env default
+        raise UsageError(f"{DEVICE_ENV}={wanted!r}: use auto, cpu or cuda")
     if wanted == "cpu":
         return DevicePlan(cuda=False, reason="--device cpu")
     found = plan(probe or SystemProbe())

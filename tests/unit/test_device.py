@@ -159,6 +159,12 @@ def test_apace_device_cuda_without_a_usable_gpu_is_a_usage_error_saying_why(
         _settings(FakeProbe(build="cpu"), monkeypatch)
 
 
+def test_an_unknown_apace_device_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APACE_DEVICE", "gpu")
+    with pytest.raises(UsageError, match="APACE_DEVICE='gpu': use auto, cpu or cuda"):
+        _settings(FakeProbe(), monkeypatch)
+
+
 # --- the GPU tiers first ---------------------------------------------------------------------------
 
 
