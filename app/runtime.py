@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from models.choice import choices
+from models.device import DevicePlan
 from models.intents import load_recognizer
 from models.list_store import SqliteListStore, default_data_dir
 from models.load import (
@@ -81,6 +82,8 @@ class Settings:
     tts: TtsOptions = field(default_factory=TtsOptions)
     conversation: ConversationOptions = field(default_factory=ConversationOptions)
     engine: EngineOptions = field(default_factory=EngineOptions)
+    device: DevicePlan | None = None
+    """The device-aware defaults these settings took (models.device); None: set by hand."""
 
 
 def load_ears(settings: Settings, located: dict[str, Located],
@@ -102,7 +105,9 @@ def chosen_models(settings: Settings) -> dict[str, Located]:
     others (the first lines of `apace serve` and `apace wyoming`; `apace doctor` says the
     same). Raises ModelError with the fix if one cannot be used."""
     located = settings.models.resolve()
-    for choice in choices(located, settings.models.noisy_asr):
+    if settings.device is not None:
+        print(f"apace: {settings.device.line()}", flush=True)
+    for choice in choices(located, settings.models.noisy_asr, gpu=settings.models.gpu):
         print(f"apace: {choice.line()}", flush=True)
     return located
 

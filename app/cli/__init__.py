@@ -38,6 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose:  # -v: apace's own debug log; -vv: the libraries' too (aiortc's is loud)
         for name in OWN_LOGGERS:
             logging.getLogger(name).setLevel(logging.DEBUG)
+    # The GPU environment's CUDA libraries, before anything imports an engine (models.cuda_libs;
+    # none in a CPU environment).
+    from models import cuda_libs
+
+    cuda_libs.preload()
     try:
         return int(args.run(args) or 0)
     except (ModelError, AudioError, UsageError, ListStoreError) as error:
@@ -226,7 +231,9 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
     except PullError as error:
         print(f"apace: error: {error}", file=sys.stderr)
         return 1
-    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, sha256 verified). {_pulled_use(tier)}")
+    checked = "sha256 verified" if all(file.pinned for file in tier.files) else \
+        "sha256 pinned on the first pull, verified after: docs/gpu.md"
+    print(f"{tier.name}: {path} ({tier.size / 1e6:,.1f} MB, {checked}). {_pulled_use(tier)}")
     return 0
 
 

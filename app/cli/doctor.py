@@ -104,18 +104,20 @@ def memory_check(meminfo: str) -> Check:
     return Check("memory", "ok", f"{gb:.1f} GB")
 
 
-def model_checks(verify: bool) -> list[Check]:
+def model_checks(verify: bool, gpu: bool = False) -> list[Check]:
     """Each model found and usable; pulled tiers size-checked, sha256-checked with verify;
-    then what plain `apace serve` serves, as it says at start-up (choice_checks)."""
+    then what plain `apace serve` serves, as it says at start-up (choice_checks), in the
+    GPU order with `gpu`."""
     from models.catalog import TIERS, store_dir
     from models.locate import SPECS, ModelError, locate
+    from models.pins import expected
     from models.pull import sha256_of
 
     checks = []
     located: dict[str, Located] = {}
     for kind, spec in SPECS.items():
         try:
-            located[kind] = found = locate(kind)
+            located[kind] = found = locate(kind, gpu=gpu)
         except ModelError as error:
             checks.append(_failed(f"model {kind}", error, spec.install))
             continue
@@ -128,23 +130,24 @@ def model_checks(verify: bool) -> list[Check]:
         present = [f for f in tier.files if (folder / f.name).exists()]
         if not present:
             continue
-        bad = [f.name for f in present if (folder / f.name).stat().st_size != f.size
-               or (verify and sha256_of(folder / f.name) != f.sha256)]
+        pins = {f.name: expected(folder, f) or (-1, "") for f in present}
+        bad = [f.name for f in present if (folder / f.name).stat().st_size != pins[f.name][0]
+               or (verify and sha256_of(folder / f.name) != pins[f.name][1])]
         what = "sha256 verified" if verify else "sizes match (--verify checks sha256)"
         checks.append(Check(f"tier {tier.name}", "fail" if bad else "ok",
                             f"differs from the pinned file: {', '.join(bad)}" if bad else what,
                             f"apace models pull {tier.name}" if bad else ""))
-    return [*checks, *choice_checks(located)]
+    return [*checks, *choice_checks(located, gpu=gpu)]
 
 
-def choice_checks(located: dict[str, Located]) -> list[Check]:
+def choice_checks(located: dict[str, Located], *, gpu: bool = False) -> list[Check]:
     """The LLM, the ear and the noisy-room ear plain `apace serve` would serve, why, and how
     to change each (models.choice: the lines `apace serve` starts with)."""
     from models.choice import choices
 
     if "llm" not in located or "asr" not in located:
         return []  # already a failed check
-    return [*(_choice_check(choice) for choice in choices(located)[:2]),
+    return [*(_choice_check(choice) for choice in choices(located, gpu=gpu)[:2]),
             noisy_ear_check(located["asr"])]
 
 
@@ -246,20 +249,25 @@ def _llama_info() -> str | None:
 
     try:
         import llama_cpp
-    except ImportError:
+    except (ImportError, OSError, RuntimeError):  # a CUDA build on a box without the driver
         return None
     info = llama_cpp.llama_print_system_info()
     return info.decode() if isinstance(info, bytes) else str(info)
 
 
 def run_checks(args: argparse.Namespace) -> list[Check]:
+    from app.doctor_gpu import gpu_checks
     from app.security.access import lan_address
+    from models.device import SystemProbe, llama_offload, plan
     from models.locate import config_path
 
     checks = cpu_checks(_read("/proc/cpuinfo"), platform.machine(), os.cpu_count() or 1,
                         _llama_info())
     checks.append(memory_check(_read("/proc/meminfo")))
-    checks += model_checks(args.verify)
+    probe = SystemProbe()
+    device = plan(probe)
+    checks += gpu_checks(device, probe.llama_build(), llama_offload())
+    checks += model_checks(args.verify, gpu=device.cuda)
     checks.append(port_check(args.host, args.port, "web (page, WebRTC, /v1/realtime)"))
     if args.wyoming_port is not None:
         checks.append(port_check(args.host, args.wyoming_port, "Wyoming"))

@@ -14,6 +14,7 @@ from app import levers
 from app.cli.errors import UsageError
 from models.catalog import TIERS
 from models.choice import AUTO, NOISY_ASR_ENV, NOISY_ASR_TIER
+from models.device import DevicePlan, Probe, SystemProbe, plan
 from models.load import ModelChoice
 from pipeline.answer.integrity import IntegrityOptions
 from pipeline.answer.llm import LlmOptions
@@ -23,6 +24,7 @@ from pipeline.listen.vad import VadOptions
 from pipeline.room import RoomOptions
 
 T = TypeVar("T")
+DEVICE_ENV = "APACE_DEVICE"
 
 
 def settings_from(args: argparse.Namespace) -> Any:
@@ -48,28 +50,46 @@ def settings_from(args: argparse.Namespace) -> Any:
                       always_suppress=args.always_denoise, gain_dbfs=args.agc,
                       echo_cancel=args.echo_cancel),
     )
+    device = device_plan(args.device)
+    asr_device = device.asr_device if args.asr_device == "auto" else args.asr_device
     settings = Settings(
         models=ModelChoice(asr=args.asr_model or args.asr, llm=args.llm_model or args.llm,
                            tts=args.tts_voice, turn=args.turn_model,
-                           asr_device=args.asr_device, threads=args.threads,
-                           noisy_asr=args.noisy_asr,
-                           asr_compute_type="int8" if args.asr_device == "cpu" else "float16"),
+                           asr_device=asr_device, threads=args.threads,
+                           noisy_asr=args.noisy_asr, gpu=device.cuda,
+                           asr_compute_type="int8" if asr_device == "cpu" else "float16"),
+        device=device,
         asr=_checked(AsrOptions, "--asr-beam / --noisy-asr-beam", beam_size=args.asr_beam,
                      noisy_beam_size=args.noisy_asr_beam),
         # 0: every core, as for the other models (the models take turns on the CPU).
         llm=LlmOptions(threads=args.threads or max(1, os.cpu_count() or 1),
-                       gpu_layers=args.llm_gpu_layers,
+                       gpu_layers=device.gpu_layers if args.llm_gpu_layers is None
+                       else args.llm_gpu_layers,
                        **({"system_prompt": args.system_prompt} if args.system_prompt else {})),
         conversation=conversation,
         engine=_checked(EngineOptions, "--llm-sequences",
                         denoiser=None if args.denoiser == "off" else args.denoiser,
                         skills=not args.no_skills, data_dir=args.data_dir,
-                        llm_sequences=args.llm_sequences),
+                        llm_sequences=device.llm_sequences if args.llm_sequences is None
+                        else args.llm_sequences),
     )
     try:
         return levers.apply(settings, args)
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def device_plan(wanted: str, probe: Probe | None = None) -> DevicePlan:
+    """models.device's plan for this box (--device auto), or the CPU (--device cpu); --device
+    cuda where the plan cannot use the GPU is a UsageError saying why not."""
+    if wanted not in ("auto", "cpu", "cuda"):  # argparse does not check an env default
+        raise UsageError(f"{DEVICE_ENV}={wanted!r}: use auto, cpu or cuda")
+    if wanted == "cpu":
+        return DevicePlan(cuda=False, reason="--device cpu")
+    found = plan(probe or SystemProbe())
+    if wanted == "cuda" and not found.cuda:
+        raise UsageError(f"--device cuda (or {DEVICE_ENV}=cuda), but {found.reason}")
+    return found
 
 
 def _talk_over(barge_in_ms: int, hold: str, held: str) -> dict[str, Any]:
@@ -127,7 +147,13 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
     model_flags(parser)
     group = parser.add_argument_group("engine")
     group.add_argument("--threads", type=int, default=0, help="CPU threads per model (0: all)")
-    group.add_argument("--asr-device", choices=("cpu", "cuda"), default="cpu")
+    group.add_argument("--device", choices=("auto", "cpu", "cuda"),
+                       default=os.environ.get(DEVICE_ENV, "auto"),
+                       help="auto: a CUDA device where this build, a GPU and its driver allow"
+                       " (every LLM layer on it, Whisper float16, the GPU tiers: docs/gpu.md),"
+                       f" else the CPU; default ${DEVICE_ENV}, else %(default)s")
+    group.add_argument("--asr-device", choices=("auto", "cpu", "cuda"), default="auto",
+                       help="Whisper's device (auto: --device's choice)")
     group.add_argument("--asr-beam", type=int, metavar="N", default=AsrOptions().beam_size,
                        help="Whisper's beam width, 1-10 (1: greedy; default %(default)s)")
     group.add_argument("--noisy-asr-beam", type=int, metavar="N",
@@ -146,13 +172,15 @@ def engine_flags(parser: argparse.ArgumentParser) -> None:
                        help="confirmed speech over a held reply that interrupts it before"
                        " its words are heard at a pause (a 'mm-hm' lets it go on; off:"
                        " --barge-in-ms; default %(default)s)")
-    group.add_argument("--llm-gpu-layers", type=int, default=0,
-                       help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all)")
+    group.add_argument("--llm-gpu-layers", type=int, default=None,
+                       help="LLM layers on the GPU (CUDA build of llama-cpp-python; -1: all;"
+                       " default: all on a CUDA device, else 0)")
     group.add_argument("--system-prompt", help="replace the default short-answer system prompt")
-    group.add_argument("--llm-sequences", type=int, default=4, metavar="N",
+    group.add_argument("--llm-sequences", type=int, default=None, metavar="N",
                        help="conversations whose history the shared LLM keeps in its KV at"
                        " once (2048 tokens each); beyond them the least recently used is"
-                       " read again when it speaks (default %(default)s)")
+                       " read again when it speaks (default 4; on a CUDA device 8-16, by its"
+                       " memory)")
     group.add_argument("--endpoint-ms", type=int, default=VadOptions().endpoint_ms,
                        help="silence that ends the user's turn (default %(default)s)")
     group.add_argument("--onset-ms", type=int, default=VadOptions().onset_ms,

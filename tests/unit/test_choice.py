@@ -194,7 +194,8 @@ def test_pulling_a_preferred_tier_says_plain_serve_takes_it_and_another_how_to_u
         ("[models]\nllm = 5\n", r"\[models\] llm = 5 is not a name\. Fix: set llm under"),
         ('[models]\nllm = "qwen-0.5b"\n',
          r"not found at qwen-0\.5b \(from config .*\)\. Fix: set llm under \[models\] in .* to a "
-         r"tier \(smollm2-135m, qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b\) or an existing path"),
+         r"tier \(smollm2-135m, qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b, qwen2\.5-7b\) or an "
+         r"existing path"),
         ('[models]\nllm = "whisper-base"\n', r"is an asr tier.*Or: set llm under \[models\]"),
         ('[models]\nllm = "qwen2.5-coder-1.5b"\n',
          r"run `apace models pull qwen2\.5-coder-1\.5b`.*Or: set llm under \[models\]"),
@@ -241,4 +242,4 @@ def test_doctor_reports_a_bad_config_value_as_a_failure(
     out = capsys.readouterr().out
     assert re.search(r"\[FAIL\] model asr .*not found at whisper-small \(from config ", out)
     assert re.search(r"fix: set asr under \[models\] in .* to a tier \(whisper-tiny\.en, "
-                     r"whisper-base\) or an existing path\n", out)
+                     r"whisper-base, whisper-large-v3-turbo\) or an existing path\n", out)
