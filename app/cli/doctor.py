@@ -256,7 +256,7 @@ def _llama_info() -> str | None:
 
 
 def run_checks(args: argparse.Namespace) -> list[Check]:
-    from app.doctor_gpu import gpu_checks
+    from app.cli.doctor_gpu import gpu_checks
     from app.security.access import lan_address
     from models.device import SystemProbe, llama_offload, plan
     from models.locate import config_path

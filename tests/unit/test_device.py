@@ -229,7 +229,7 @@ def test_cuda_libraries_are_found_under_site_packages(tmp_path: Path) -> None:
 
 
 def test_doctor_tells_a_cuda_build_from_a_cpu_build() -> None:
-    from app.doctor_gpu import build_check
+    from app.cli.doctor_gpu import build_check
 
     assert build_check("cuda", True, gpu_present=True).detail == \
         "CUDA build of llama-cpp-python (llama_supports_gpu_offload: yes)"
@@ -244,7 +244,7 @@ def test_doctor_tells_a_cuda_build_from_a_cpu_build() -> None:
 
 
 def test_doctor_reports_the_device_its_memory_and_what_the_gpu_tiers_need() -> None:
-    from app.doctor_gpu import gpu_checks, need_mb
+    from app.cli.doctor_gpu import gpu_checks, need_mb
 
     checks = gpu_checks(plan(FakeProbe()), "cuda", True)
     names = [check.name for check in checks]
@@ -257,7 +257,7 @@ def test_doctor_reports_the_device_its_memory_and_what_the_gpu_tiers_need() -> N
 
 
 def test_doctor_warns_when_a_tier_does_not_fit_and_when_the_gpu_is_unused() -> None:
-    from app.doctor_gpu import gpu_checks
+    from app.cli.doctor_gpu import gpu_checks
 
     small = Gpu(name="NVIDIA T4", memory_mb=6_000, free_mb=6_000, driver="535.1")
     checks = {c.name: c for c in gpu_checks(plan(FakeProbe(devices=[small], driver=12_020)),

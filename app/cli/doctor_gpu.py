@@ -3,7 +3,7 @@ tiers need of it (docs/gpu.md). Pure: the caller gives what models.device found.
 
 from __future__ import annotations
 
-from app.doctor import Check
+from app.cli.doctor import Check
 from models.catalog import TIERS, preferred
 from models.device import Build, DevicePlan
 
