@@ -325,9 +325,11 @@ class Conversation:
         if (self.options.endpoint is None or reply is None or not reply.speculative
                 or reply.transcript is None):
             return default
+        skill = reply.skill
         return endpoint_silence_ms(reply.transcript, default, self.options.endpoint,
                                    done_logprob=reply.done_logprob,
-                                   verdict_pending=reply.judging)
+                                   verdict_pending=reply.judging,
+                                   request_complete=skill is not None and not skill.asks)
 
     def llm_history(self) -> list[Message]:
         """What the next reply's LLM will read of the history (pipeline.answer.integrity): idle

@@ -59,14 +59,17 @@ class EndpointOptions:
 def endpoint_silence_ms(
     transcript: str, default_ms: int, options: EndpointOptions, *,
     done_logprob: float | None = None, verdict_pending: bool = False,
+    request_complete: bool = False,
 ) -> int:
     """The silence (ms) after which a turn with this transcript is over.
 
     `done_logprob` is the turn detector's verdict; `verdict_pending` says one is coming,
-    so punctuation alone must not end the turn early. The verdict is asked for once the
-    reply's first clause is written (pipeline.answer.reply), ~0.4 s into the silence on 2 CPU
-    cores: till then the turn ends as an unsure one would (statement_ms, or the VAD
-    default if longer), never sooner than the verdict could say.
+    so punctuation alone must not end the turn early. The verdict is asked for as soon as
+    the transcript is in (pipeline.answer.reply, early_verdict), ~0.1 s into the silence on
+    2 CPU cores: till then the turn ends as an unsure one would (statement_ms, or the VAD
+    default if longer), never sooner than the verdict could say. `request_complete`: a
+    skill answers the words as a whole request (not with a question back), which ends
+    the turn as a finished one unless it ends on a trailing word.
     """
     text = transcript.strip()
     words = _WORD.findall(text.lower())
@@ -74,6 +77,12 @@ def endpoint_silence_ms(
         return default_ms
     if text.endswith((",", "-", "—", "…", "...")):
         return options.trailing_ms
+    if request_complete and words[-1] not in _TRAILING_WORDS:
+        # A skill took the words as a whole request ("Cancel the pasta timer.", "What day
+        # is it today?") and answers it, not with a question back: that is surer than the
+        # detector, which scored such requests -12 … -18 (the statement and trailing waits:
+        # 1.0-1.2 s of the bench's slowest skill turns).
+        return options.complete_ms
     if words[-1] in _TRAILING_WORDS:
         # Many a finished turn ends in one ("… to all of you.", "Turn it on."): where
         # Whisper closed the sentence, a detector not sure it is unfinished decides

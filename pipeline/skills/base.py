@@ -63,6 +63,12 @@ class SkillReply:
     """Where the answer's facts come from (a data package and its version), shown with
     the turn; None for what a skill computes or says itself."""
 
+    @property
+    def asks(self) -> bool:
+        """The reply asks the user something back ("For how long?"): the request was not
+        whole, so the user may still be going on."""
+        return self.text.rstrip().endswith("?")
+
 
 @dataclass(frozen=True)
 class SkillContext:

@@ -13,6 +13,7 @@ from pipeline.answer.model_calls import Models
 from pipeline.compute.workers import CpuLock
 from pipeline.conversation_events import Transcript
 from pipeline.events import Pcm
+from pipeline.skills import SkillContext, SkillReply, Skills
 from pipeline.listen.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.listen.turn_detector import normalise
 from pipeline.speaker import Speaker
@@ -154,6 +155,18 @@ async def test_punctuation_alone_does_not_end_the_turn_while_the_verdict_is_pend
     assert conv.turns[0].transcript == "Can you tell me a joke?"
 
 
+class _Answer:
+    """A skill that answers every request with `text`."""
+
+    name = "timer"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        return SkillReply(self.text, self.name)
+
+
 def _ordered_models(workers: Workers, order: list[str], pieces: list[str]) -> Models:
     """Models that log, in order, each LLM token, each audio chunk and the detector's
     question and verdict."""
@@ -257,6 +270,44 @@ def test_the_turn_detectors_verdict_replaces_punctuation(
     transcript: str, done_logprob: float, silence_ms: int
 ) -> None:
     assert endpoint_silence_ms(transcript, 500, OPTIONS, done_logprob=done_logprob) == silence_ms
+
+
+@pytest.mark.parametrize(
+    ("transcript", "done_logprob", "pending", "silence_ms"),
+    [
+        ("Cancel the pasta timer.", -18.0, False, 200),  # the detector unsure: the skill is not
+        ("What day is it today?", None, True, 200),  # no need to wait for the verdict
+        ("Set a timer for", -6.0, False, 900),  # a trailing word still waits
+        ("Set a timer for ten minutes,", -3.0, False, 900),  # and so does a trailing comma
+    ],
+)
+def test_a_request_a_skill_answers_whole_ends_the_turn_as_a_finished_one(
+    transcript: str, done_logprob: float | None, pending: bool, silence_ms: int
+) -> None:
+    assert endpoint_silence_ms(transcript, 500, OPTIONS, done_logprob=done_logprob,
+                               verdict_pending=pending, request_complete=True) == silence_ms
+
+
+@pytest.mark.timeout(10)
+async def test_a_skills_whole_answer_ends_the_turn_without_the_detectors_long_wait(
+    workers: Workers,
+) -> None:
+    """The detector scores the request as unfinished (-18: the trailing wait), but a
+    skill answers it whole: the turn ends after complete_ms; a skill asking back ("For how
+    long?") does not shorten the wait."""
+    for reply, expected in (("The pasta timer is cancelled.", 100), ("Which timer?", 600)):
+        models = workers.models(FakeTranscriber("Cancel the pasta timer."), FakeResponder(["x"]),
+                                FakeSynthesizer(),
+                                FakeDetector({"Cancel the pasta timer.": -18.0}))
+        conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+            complete_ms=100, statement_ms=300, trailing_ms=600))
+        conv.skills = Skills([_Answer(reply)])
+        async with Mic(conv) as mic:
+            await mic.send(True, 10)
+            await mic.send(False, ONSET_FRAMES)
+            await until(lambda: conv.speculating() is not None
+                        and conv.speculating().done_logprob is not None, what="the verdict")
+            assert conv.endpoint_ms == expected
 
 
 def test_a_question_mark_does_not_end_the_turn_early_while_a_verdict_is_coming() -> None:
