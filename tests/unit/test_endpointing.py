@@ -13,9 +13,9 @@ from pipeline.answer.model_calls import Models
 from pipeline.compute.workers import CpuLock
 from pipeline.conversation_events import Transcript
 from pipeline.events import Pcm
-from pipeline.skills import SkillContext, SkillReply, Skills
 from pipeline.listen.endpointing import EndpointOptions, endpoint_silence_ms
 from pipeline.listen.turn_detector import normalise
+from pipeline.skills import SkillContext, SkillReply, Skills
 from pipeline.speaker import Speaker
 from tests.fakes import (
     ENDPOINT_FRAMES,
@@ -289,25 +289,29 @@ def test_a_request_a_skill_answers_whole_ends_the_turn_as_a_finished_one(
 
 
 @pytest.mark.timeout(10)
+@pytest.mark.parametrize(("reply", "expected"),
+                         [("The pasta timer is cancelled.", 100), ("Which timer?", 600)])
 async def test_a_skills_whole_answer_ends_the_turn_without_the_detectors_long_wait(
-    workers: Workers,
+    workers: Workers, reply: str, expected: int,
 ) -> None:
     """The detector scores the request as unfinished (-18: the trailing wait), but a
-    skill answers it whole: the turn ends after complete_ms; a skill asking back ("For how
-    long?") does not shorten the wait."""
-    for reply, expected in (("The pasta timer is cancelled.", 100), ("Which timer?", 600)):
-        models = workers.models(FakeTranscriber("Cancel the pasta timer."), FakeResponder(["x"]),
-                                FakeSynthesizer(),
-                                FakeDetector({"Cancel the pasta timer.": -18.0}))
-        conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
-            complete_ms=100, statement_ms=300, trailing_ms=600))
-        conv.skills = Skills([_Answer(reply)])
-        async with Mic(conv) as mic:
-            await mic.send(True, 10)
-            await mic.send(False, ONSET_FRAMES)
-            await until(lambda: conv.speculating() is not None
-                        and conv.speculating().done_logprob is not None, what="the verdict")
-            assert conv.endpoint_ms == expected
+    skill answers it whole: the turn ends after complete_ms; a skill asking back ("Which
+    timer?") does not shorten the wait."""
+    models = workers.models(FakeTranscriber("Cancel the pasta timer."), FakeResponder(["x"]),
+                            FakeSynthesizer(), FakeDetector({"Cancel the pasta timer.": -18.0}))
+    conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(
+        complete_ms=100, statement_ms=300, trailing_ms=600))
+    conv.skills = Skills([_Answer(reply)])
+
+    def judged() -> bool:
+        speculation = conv.speculating()
+        return speculation is not None and speculation.done_logprob is not None
+
+    async with Mic(conv) as mic:
+        await mic.send(True, 10)
+        await mic.send(False, ONSET_FRAMES)
+        await until(judged, what="the verdict")
+        assert conv.endpoint_ms == expected
 
 
 def test_a_question_mark_does_not_end_the_turn_early_while_a_verdict_is_coming() -> None:
