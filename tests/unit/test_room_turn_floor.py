@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.audio import rms_dbfs
 from pipeline.events import AudioFrame, Endpoint, Pcm, SilenceOnset
-from pipeline.listen.vad import Endpointer, VadOptions
 from pipeline.room import Room, RoomOptions
+from pipeline.vad import Endpointer, VadOptions
 from tests.audio_helpers import Noise
 
 FRAME_S = 0.02
