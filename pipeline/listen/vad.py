@@ -203,8 +203,6 @@ class Endpointer:
             ear = np.zeros_like(pcm)
         if ear is not pcm:
             frame = AudioFrame(ear, frame.t)
-        if heard.user_ended_ms and self._state is _State.SPEAKING:
-            self._user_ended(heard.user_ended_ms, frame.t)
         events = self.advance(frame, voiced, confirmed=voiced and heard.confirmed,
                               resumes=voiced and heard.resumes)
         if any(isinstance(event, Endpoint) for event in events):
@@ -326,13 +324,6 @@ class Endpointer:
         self._voice_after_onset = False
         self.endpoint_ms = self.options.endpoint_ms
         self._level = -120.0
-
-
-    def _user_ended(self, ago_ms: int, t: float) -> None:
-        """Talk under the turn, found (Heard.user_ended_ms): the user's voice ended
-        `ago_ms` before `t`, and the onset and endpoint count from then."""
-        self._last_voiced = min(self._last_voiced, t - ago_ms / 1000)
-        self._silent_ms = max(self._silent_ms, ago_ms - FRAME_MS)  # advance() adds a frame
 
 
 def webrtc_classifier(aggressiveness: int) -> Callable[[Pcm], bool]:

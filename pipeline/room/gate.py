@@ -8,9 +8,7 @@ the television and our own reply coming back. The gate adds what a listener uses
   stream: on for raw audio, off when the browser says it did);
 - our own echo discounted (pipeline.room.echo): what the prediction of our playback
   explains is not the user;
-- the room's level (pipeline.room.levels.RoomLevel) and the user's (TalkerLevel), in
-  this turn too: talk well under the turn's own level that goes on after the user's last
-  vowel is not the user, and the turn's speech end is theirs (`_under_turn`);
+- the room's level (pipeline.room.levels.RoomLevel) and the user's (TalkerLevel);
 - a neural VAD's opinion (Silero, models/silero.py), when one is given.
 
 It gives two verdicts per frame. *confirmed* (strict) decides whether a turn starts,
@@ -52,12 +50,6 @@ frames heard so far (at least this many)."""
 QUIET_DB = -50.0
 """A stream whose frames so far were typically this quiet has no talk in its room."""
 
-STRONG_DB = 6.0
-"""A frame this near a turn's own level is its user's (a vowel): talk 15 dB under the
-user reaches it in fewer than 1 frame in 100 (the bench's four voices)."""
-UNDER_TALK_FRAMES = 10
-"""Frames of talk under a turn (Room._under_turn) that show it is there."""
-
 SpeechProbability = Callable[[Pcm], float]
 """A neural VAD fed every 20 ms frame of one stream: the probability it is speech."""
 
@@ -77,10 +69,6 @@ class Heard:
     gets (a quiet room: the user's next soft word, which the strict check may doubt)."""
     echo: bool = False
     """Mostly our own playback coming back (the echo guard explains the frame)."""
-    user_ended_ms: int = 0
-    """Talk under the turn has just been found (once a turn): the user's own voice ended
-    this long ago, and what was heard since was not theirs (the endpointer dates the
-    turn's speech end back to it)."""
 
 
 class Room:
@@ -122,12 +110,6 @@ class Room:
         """The same, while nobody had the floor: how quiet the stream was before a voice."""
         self._since = 1 << 30
         """Frames since the last confirmed one."""
-        self._over = 1 << 30
-        """Frames since the last voiced one within turn_range_db of this turn's level."""
-        self._under_talk = 0
-        """Voiced frames far under this turn's level, long after its last one over it."""
-        self._told = False
-        """This turn's talk under it has been told (Heard.user_ended_ms)."""
 
     def played(self, pcm: Pcm, t: float | None = None) -> None:
         """A frame of our own audio left for the loudspeaker at `t` (default: now; the
@@ -186,16 +168,11 @@ class Room:
             if not in_utterance:
                 self._early_idle.append(level)
         going_on = voiced and self._goes_on(level, echo)
-        under = self._under_turn(level, voiced and probability >= self.options.speech_probability
-                                 and self._above_room(level), in_utterance)
-        confirmed = (going_on and not under
-                     and self._starts(level, echo, probability, t, in_utterance))
+        confirmed = going_on and self._starts(level, echo, probability, t, in_utterance)
         # Counted in frames, not on the clock: `apace talk --fast` feeds them faster.
         self._since = 0 if confirmed else self._since + 1
         since = self._since * FRAME_MS / 1000
-        if under:
-            going_on = False  # well under this turn's voice, long after it: someone else
-        elif (not confirmed and in_utterance and since > self.options.hold_s
+        if (not confirmed and in_utterance and since > self.options.hold_s
                 and not self._above_room(level)):
             going_on = False  # nothing like the user for a while: the room is talking
         elif (not confirmed and in_utterance and since <= self.options.tail_s and voiced
@@ -205,19 +182,12 @@ class Room:
         if self._raw_echo is not None:
             self._raw_echo.learn(user=confirmed or (in_utterance and going_on))
         self._hear_room(dbfs(echo.near), echo, in_utterance)
-        if in_utterance and confirmed and not self._long_after_vowel():
+        if in_utterance and confirmed:
             self.talker.speech(level)
-        resumes = confirmed or (voiced and not under and not echo.explained
-                                and self._above_room(level))
+        resumes = confirmed or (voiced and not echo.explained and self._above_room(level))
         if not in_utterance and self._conditioner is not None:
             self.suppression.decide()
-        ended = 0
-        if under and not self._told:  # the first time this turn: date the user's end back
-            # to their last vowel and the soft end of its word
-            ended = max(FRAME_MS, self._over * FRAME_MS - round(self.options.tail_s * 1000))
-            self._told = True
-        return Heard(going_on, confirmed, level, resumes, echo=bool(echo.echo) and echo.explained,
-                     user_ended_ms=ended)
+        return Heard(going_on, confirmed, level, resumes, echo=bool(echo.echo) and echo.explained)
 
     def _hear_room(self, level: float, echo: Echo, in_utterance: bool) -> None:
         """The room is what is heard while nobody has the floor, our echo aside. A frame
@@ -293,38 +263,6 @@ class Room:
         if not self.room.known:
             return self._early_start(level)
         return level >= self.room.peak_db + self.options.start_margin_db
-
-    def _under_turn(self, level: float, talk: bool, in_utterance: bool) -> bool:
-        """Talk far under the current turn's own level (RoomOptions.turn_range_db) once
-        it has gone on a while since the user's last vowel: quieter people talking under
-        and after the user, not the user. `talk`: voice the neural VAD calls speech,
-        above the room's usual level. The evidence: UNDER_TALK_FRAMES of such talk more
-        than `hold_s` after the user's last strong frame (within STRONG_DB of the turn's
-        level: a vowel). The user's own soft last word, as quiet as such talk, comes right
-        after their vowels and does not last (its fricative, "ounces", the neural VAD
-        doubts); talk under a turn fills its pauses, or goes on after it."""
-        if not in_utterance:
-            self._under_talk, self._over, self._told = 0, 1 << 30, False
-            return False
-        turn = self.talker.turn_db()
-        if talk and (turn <= UNKNOWN_DB or level >= turn - STRONG_DB):
-            self._over, self._under_talk, self._told = 0, 0, False
-            return False
-        self._over += 1
-        if not self.options.turn_range_db or turn <= UNKNOWN_DB:
-            return False
-        under = talk and level < turn - self.options.turn_range_db
-        if under and self._over * FRAME_MS / 1000 > self.options.hold_s:
-            self._under_talk += 1
-        # Found: such voice is not the user's but as a word's soft end, right after a vowel.
-        return (under and self._under_talk >= UNDER_TALK_FRAMES
-                and self._over * FRAME_MS / 1000 > self.options.tail_s)
-
-    def _long_after_vowel(self) -> bool:
-        """More than `hold_s` since the user's last vowel: what is confirmed now does not
-        teach the turn's (or the user's) level, lest talk under the turn drag it down
-        to its own and so pass for the user (RoomOptions.turn_range_db)."""
-        return bool(self.options.turn_range_db) and self._over * FRAME_MS / 1000 > self.options.hold_s
 
     def _goes_on(self, level: float, echo: Echo) -> bool:
         if echo.echo and echo.residual < 0.5 * echo.echo:

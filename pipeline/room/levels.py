@@ -79,17 +79,12 @@ class TalkerLevel:
         """The learned level at time `t`; before the first turn, the current utterance's
         own level once it is long enough (else UNKNOWN_DB)."""
         if self._level <= UNKNOWN_DB:
-            return self.turn_db()
+            if len(self._frames) < self._min_frames:
+                return UNKNOWN_DB
+            if self._cached[0] != len(self._frames):
+                self._cached = (len(self._frames), float(np.percentile(self._frames, 75)))
+            return self._cached[1]
         return self._level - self._decay * max(0.0, t - self._at)
-
-    def turn_db(self) -> float:
-        """The current utterance's own level (the 75th percentile of its frames taken as
-        the user's speech so far) once it has `min_frames` of them; else UNKNOWN_DB."""
-        if len(self._frames) < self._min_frames:
-            return UNKNOWN_DB
-        if self._cached[0] != len(self._frames):
-            self._cached = (len(self._frames), float(np.percentile(self._frames, 75)))
-        return self._cached[1]
 
     def speech(self, level_db: float) -> None:
         """One frame of the current utterance that the gate took as the user's speech."""

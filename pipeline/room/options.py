@@ -41,16 +41,6 @@ class RoomOptions:
     """Confirmed speech, without a break, that resumes a turn after its silence onset
     (the endpointer's own resume_ms if longer): in background talk, 60 ms let a burst of
     someone else's words join the end of a question (bench babble, 1 in 16 questions)."""
-    turn_range_db: float = 12.0
-    """Talk this far under the current turn's own level (the 75th percentile of its
-    confirmed frames) is not the user once it has gone on half a second after their last
-    vowel (gate.STRONG_DB, UNDER_TALK_FRAMES): it neither confirms, resumes nor goes on,
-    and the turn's speech end is dated back to that vowel and its word's soft end
-    (`tail_s`). Talk that starts with the user in a room heard quiet is louder than the
-    room, within `resume_range_db` of the user, and speech to the neural VAD: without
-    this it held the turn open until it stopped (offline, 3 s of talk 15 dB down after
-    each question: one turn for ten questions). 0 turns it off (docs/rooms.md, "The
-    user's speech end")."""
     min_turn_ms: int = 200
     """Confirmed speech an utterance needs before it is a turn (before its silence onset
     is told): a burst of background talk confirms a few frames, a question hundreds."""
@@ -107,7 +97,7 @@ class RoomOptions:
 
     def __post_init__(self) -> None:
         for name in ("start_margin_db", "continue_margin_db", "user_range_db",
-                     "resume_range_db", "echo_margin_db", "turn_range_db"):
+                     "resume_range_db", "echo_margin_db"):
             if not 0 <= getattr(self, name) <= 40:
                 raise ValueError(f"room {name} must be 0-40 dB")
         if not 0 <= self.speech_probability < 1:
