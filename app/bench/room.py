@@ -37,6 +37,9 @@ from pipeline.answer.tts import first_sound
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE
 from pipeline.timeline import now
 
+TALK_TAIL_S = 3.0
+"""How long the talk of the `-after` conditions goes on after each question."""
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -54,12 +57,18 @@ class Condition:
     voice_db: float = 0.0
     echo_rt60_s: float = 0.0
     backchannels: int = 0
+    talk_tail_s: float | None = None
+    """None: the room's sound goes on all the time. A number: the room is quiet but from
+    each question's first sound to this long after its end: people who talk on after the
+    user stops (a television, others in the room) in a room the gate had heard quiet."""
 
 
 CONDITIONS = {c.name: c for c in (
     Condition("clean", talk_overs=3),
     Condition("babble15", "babble", 15),
     Condition("babble10", "babble", 10),
+    # Talk that starts with the question and goes on after it (the speech-end lag).
+    Condition("babble15-after", "babble", 15, talk_tail_s=TALK_TAIL_S),
     Condition("pink10", "pink", 10),
     Condition("pink25", "pink", 25),
     Condition("white25", "white", 25),
@@ -99,8 +108,13 @@ def parse_conditions(spec: str | None) -> list[Condition]:
     return [CONDITIONS[n] for n in names]
 
 
-async def _ask(client: Client, utterance: Utterance) -> Asked:
-    """Say one question and wait for its reply to play out."""
+async def _ask(client: Client, utterance: Utterance, mix: RoomMix | None = None,
+               tail_s: float | None = None) -> Asked:
+    """Say one question and wait for its reply to play out; with `tail_s`, the `mix`'s
+    room talks from its first sound to `tail_s` after its end."""
+    if mix is not None and tail_s is not None:
+        first = (first_sound(utterance.pcm) or 0) / SAMPLE_RATE
+        mix.talk(after_s=first, for_s=utterance.speech_end / SAMPLE_RATE - first + tail_s)
     asked = await _say(client, utterance)
     end = asked.end
     heard = await _until(lambda: client.received.first_audible_after(end), 15.0)
@@ -193,12 +207,13 @@ async def run_condition(url: str, condition: Condition, questions: Sequence[Utte
     """One fresh WebRTC session in this room: every question (unless not `ask`), then the
     talk-overs (said with the questions' words), then the backchannels."""
     mix = RoomMix(room, echo_db=condition.echo_db, echo_delay_s=condition.echo_delay_s,
-                  voice_db=condition.voice_db, echo_rt60_s=condition.echo_rt60_s)
+                  voice_db=condition.voice_db, echo_rt60_s=condition.echo_rt60_s,
+                  always=condition.talk_tail_s is None)
     result = ConditionResult(condition)
     async with Client(url, mix=mix.mix, hear=mix.hear) as client:
         await asyncio.sleep(1.0)  # the room is heard before anyone speaks
         for utterance in questions if ask else ():
-            result.asked.append(await _ask(client, utterance))
+            result.asked.append(await _ask(client, utterance, mix, condition.talk_tail_s))
             await asyncio.sleep(GAP_S)
         for index in range(condition.talk_overs):
             over = questions[index % len(questions)]

@@ -55,6 +55,10 @@ def report(results: Sequence[ConditionResult]) -> None:
               f"{s['talk_overs_answered']:>9}{_skill_cell(s):>20}"
               f"{s.get('endpoint_ms_p50', float('nan')):>13.0f}")
     for r in results:
+        if lag := r.summary.get("speech_end_lag_ms"):
+            print(f"{r.condition.name}: the server's speech end after the user's (the clean "
+                  f"voice's end; TTFA counts from it): p50 {lag['p50']:+.0f} ms, "
+                  f"p90 {lag['p90']:+.0f} ms")
         if paired := r.summary.get("ttfa_vs_clean"):
             print(f"{r.condition.name}: TTFA against the clean room, the same {paired['n']} "
                   f"questions: median difference {paired['median_diff_ms']:+.0f} ms "

@@ -94,6 +94,10 @@ def summarize(asked: Sequence[Asked], events: Sequence[dict[str, Any]]) -> dict[
     if skill_ttfa:  # the room's own latency: a skill answers in milliseconds, an LLM varies
         out["ttfa_client_skill"] = {"n": len(skill_ttfa),
                                     "p50": round(float(np.percentile(skill_ttfa, 50)), 1)}
+    if lags := [(float(turn["speech_end_t"]) - asked[i].end) * 1000
+                for i, turn in answered.items() if turn.get("speech_end_t") is not None]:
+        p50, p90 = np.percentile(lags, [50, 90])
+        out["speech_end_lag_ms"] = {"p50": round(float(p50), 1), "p90": round(float(p90), 1)}
     if waits:
         out["endpoint_ms_p50"] = round(float(np.percentile(waits, 50)), 1)
     return out

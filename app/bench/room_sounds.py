@@ -142,12 +142,16 @@ class RoomMix:
     and — if `echo_db` is set — what the loudspeaker plays, `echo_delay_s` later and
     `echo_db` down, through the room's reverberation if `echo_rt60_s` is set; the user's
     audio `voice_db` from its level. The bench client calls `heard` with each frame it
-    receives and `mix` with each frame it sends (both 16 kHz mono)."""
+    receives and `mix` with each frame it sends (both 16 kHz mono). Not `always`: the
+    room's sound plays only when told to (`talk`)."""
 
     def __init__(self, room: Float | None, *, echo_db: float | None = None,
                  echo_delay_s: float = 0.1, voice_db: float = 0.0,
-                 echo_rt60_s: float = 0.0) -> None:
+                 echo_rt60_s: float = 0.0, always: bool = True) -> None:
         self.room = room
+        self.always = always
+        self._wait = self._left = 0
+        """Samples sent before the room's sound starts, then samples it plays for."""
         self._response = (impulse_response(echo_rt60_s, np.random.default_rng(11))
                           if echo_rt60_s else None)
         self._tail = np.zeros(0, np.float32)
@@ -157,6 +161,10 @@ class RoomMix:
         self._delay = int(echo_delay_s * SAMPLE_RATE)
         self._line = np.zeros(self._delay, np.float32)
         self._resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+
+    def talk(self, *, after_s: float, for_s: float) -> None:
+        """The room's sound plays from `after_s` (of what is sent from now) for `for_s`."""
+        self._wait, self._left = int(after_s * SAMPLE_RATE), int(for_s * SAMPLE_RATE)
 
     def hear(self, frame: av.AudioFrame) -> None:
         """A frame the client received (any rate and layout): its loudspeaker plays it."""
@@ -175,6 +183,16 @@ class RoomMix:
             if excess > 0:  # the sender fell behind: keep the delay, drop the oldest
                 self._line = self._line[excess:]
 
+    def _playing(self, samples: int) -> bool:
+        """Whether the room sounds in the next `samples` (counted off what is sent)."""
+        if self.always:
+            return True
+        if self._wait > 0:
+            self._wait -= samples
+            return False
+        self._left -= samples
+        return self._left + samples > 0
+
     def _reverberate(self, played: Float) -> Float:
         """`played` through the room (overlap-add: reflections ring into later frames)."""
         assert self._response is not None
@@ -186,7 +204,7 @@ class RoomMix:
     def mix(self, pcm: Pcm) -> Pcm:
         """One outgoing frame with the room and the echo added."""
         out = pcm.astype(np.float32) / 32768.0 * self.voice_gain
-        if self.room is not None:
+        if self.room is not None and self._playing(len(out)):
             index = (self._at + np.arange(len(out))) % len(self.room)
             out = out + self.room[index]
             self._at = int(index[-1]) + 1

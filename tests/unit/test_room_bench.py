@@ -260,3 +260,33 @@ def test_a_late_turn_sharing_no_word_with_the_question_is_the_rooms() -> None:
     assert summary["phantom_turns"] == 1 and summary["lost"] == 0
     summary = summarize(asked, [turn(5.0, "council"), turn(11.1, "four five")])
     assert summary["phantom_turns"] == 1 and summary["lost"] == 1
+
+
+def test_the_speech_end_lag_is_the_servers_speech_end_after_the_users_true_end() -> None:
+    """Background talk taken for the user puts the server's speech end (and so its whole
+    timeline) after the user's: the bench reads it against the clean voice's end."""
+    asked = [Asked("one two three", 1.0, 2.0), Asked("four five six", 5.0, 6.0),
+             Asked("seven eight", 9.0, 10.0)]
+    summary = summarize(asked, [turn(2.05, "one two three"), turn(6.9, "four five six"),
+                                turn(10.1, "seven eight")])
+    assert summary["speech_end_lag_ms"]["p50"] == pytest.approx(100, abs=1)
+    assert summary["speech_end_lag_ms"]["p90"] == pytest.approx(740, abs=1)
+
+
+def test_an_after_rooms_talk_plays_from_the_questions_first_sound_until_its_tail_ends() -> None:
+    """`-after` conditions: a quiet room, then talk from the question's first sound to
+    `tail_s` after its end (what the gate had not heard before the turn)."""
+    mix = RoomMix(np.full(16000, 0.01, np.float32), always=False)
+    silence = np.zeros(FRAME_SAMPLES, np.int16)
+    assert not mix.mix(silence).any()  # quiet until told
+    mix.talk(after_s=0.04, for_s=0.06)  # 2 frames quiet, then 3 of talk
+    heard = [bool(mix.mix(silence).any()) for _ in range(7)]
+    assert heard == [False, False, True, True, True, False, False]
+    always = RoomMix(np.full(16000, 0.01, np.float32))
+    assert always.mix(silence).any()
+
+
+def test_the_after_condition_talks_on_after_each_question() -> None:
+    (after,) = parse_conditions("babble15-after")
+    assert after.noise == "babble" and after.snr_db == 15 and after.talk_tail_s
+    assert parse_conditions("babble15")[0].talk_tail_s is None  # the old one stays as it was
