@@ -65,9 +65,9 @@ class SkillReply:
 
     @property
     def asks(self) -> bool:
-        """The reply asks the user something back ("For how long?"): the request was not
-        whole, so the user may still be going on."""
-        return self.text.rstrip().endswith("?")
+        """The reply asks the user something back ("For how long?", "When should I remind
+        you? You can say …"): the request was not whole, so the user may still be going on."""
+        return "?" in self.text
 
 
 @dataclass(frozen=True)

@@ -290,7 +290,8 @@ def test_a_request_a_skill_answers_whole_ends_the_turn_as_a_finished_one(
 
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize(("reply", "expected"),
-                         [("The pasta timer is cancelled.", 100), ("Which timer?", 600)])
+                         [("The pasta timer is cancelled.", 100), ("Which timer?", 600),
+                          ("When should I remind you? You can say: at six.", 600)])
 async def test_a_skills_whole_answer_ends_the_turn_without_the_detectors_long_wait(
     workers: Workers, reply: str, expected: int,
 ) -> None:
