@@ -102,6 +102,9 @@ def test_the_installed_server_serves_the_page_the_dashboard_and_their_assets(
     try:
         log = wait_ready(server, timeout=90)
         lines = log.splitlines()
+        # First the device it runs on and why (no GPU here), then the models.
+        assert lines[0].startswith("apace: device: CPU ("), log
+        lines = lines[1:]
         assert lines[0].startswith("apace: LLM: smollm2-135m (embedded fallback"), log
         assert lines[1].startswith("apace: ASR: whisper-tiny.en (the preferred tier"), log
         assert lines[2].startswith("apace: noisy-room ASR: none (whisper-base is not pulled"), log
