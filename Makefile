@@ -26,6 +26,9 @@ ENV_TARGET := $(if $(filter cuda,$(APACE_DEVICE)),gpu,venv)
 BIN := $(if $(filter cuda,$(APACE_DEVICE)),$(GPU_VENV),$(VENV))/bin
 APACE_ARGS ?=
 
+# One line, as `make -n run` prints it: tools read the served flags from there.
+SERVE_FLAGS = --device $(APACE_DEVICE) --llm $(APACE_LLM) --asr $(APACE_ASR) --noisy-asr $(APACE_NOISY_ASR)
+
 .PHONY: gpu gpu-check clean-gpu run serve test test-fast lint venv models bench bench-batching bench-cluster echo-probe soak clean-venv
 
 ## make run — set up (first time: ~6 min, plus pulling the default LLM tier and the
@@ -47,8 +50,7 @@ run: $(ENV_TARGET)
 	$(BIN)/apace models pull $(APACE_LLM)
 	$(BIN)/apace models pull $(APACE_ASR)
 	$(if $(filter-out off,$(APACE_NOISY_ASR)),$(BIN)/apace models pull $(APACE_NOISY_ASR))
-	$(BIN)/apace serve --device $(APACE_DEVICE) --llm $(APACE_LLM) --asr $(APACE_ASR) \
-		--noisy-asr $(APACE_NOISY_ASR) $(APACE_ARGS)
+	$(BIN)/apace serve $(SERVE_FLAGS) $(APACE_ARGS)
 
 serve: run
 
