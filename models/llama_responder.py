@@ -128,6 +128,8 @@ class LlamaResponder:
         return [*tokens, self.llama.token_eos()] if self._stop else tokens
 
     def warm(self, history: Sequence[Message]) -> None:
+        if self.tools:
+            self._no_calls()  # a scan of the vocabulary (~0.3 s): not on a turn's clock
         self.llama.reset()  # type: ignore[no-untyped-call]
         tokens = self.next_prompt_start(history)
         for warm in self.also_warm:

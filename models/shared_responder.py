@@ -72,6 +72,8 @@ class SeqResponder(LlamaResponder):
             self.shared.wake()
 
     def warm(self, history: Sequence[Message]) -> None:
+        if self.tools:
+            self._no_calls()  # built once for every conversation, before any turn
         self._extend(self.next_prompt_start(history))
 
     def _no_calls(self) -> dict[int, float]:

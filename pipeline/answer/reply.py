@@ -27,7 +27,7 @@ from pipeline.answer.integrity import (
 )
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
-from pipeline.answer.tools import may_be_call, request_for, without_markers
+from pipeline.answer.tools import may_be_call, may_call, request_for, without_markers
 from pipeline.compute.workers import Gate, Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
@@ -228,12 +228,15 @@ class Reply:
         history = prompt_history(self.history, options)
         draft = self.find_draft(self.transcript) if self.find_draft is not None else None
         guard = CopyGuard(earlier, options)
-        await self._stream(history, draft, guard, splitter, clauses, budget)
+        # Words no tool could be believed for: the LLM is kept from a call from the start.
+        plain = _uses_tools(self.models.responder) and not may_call(self.transcript)
+        await self._stream(history, draft, guard, splitter, clauses, budget, plain=plain)
         if guard.copied is not None:
             log.info("reply copied an earlier one (%r): regenerating without history",
                      guard.copied[:60])
             self.copies += 1
-            await self._stream([], None, CopyGuard([], options), splitter, clauses, budget)
+            await self._stream([], None, CopyGuard([], options), splitter, clauses, budget,
+                               plain=plain)
 
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
                       splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],

@@ -84,6 +84,15 @@ _FREE_TEXT = ("name", "items", "task", "word")
 """Arguments that must come from the user's words (a small model invents a 'pasta')."""
 
 
+def may_call(transcript: str) -> bool:
+    """True when the user's words could support a call to some tool (its `_KEYWORDS`);
+    False: any call would be refused, so the LLM is kept from writing one (no tokens spent
+    on a call, and no second pass to answer in words)."""
+    said = to_digits(transcript)
+    return any(all(re.search(pattern, said, re.IGNORECASE) for pattern in patterns)
+               for patterns in _KEYWORDS.values())
+
+
 def request_for(call_text: str, transcript: str) -> str | None:
     """The plain request a tool call stands for ("set a pasta timer for 8 minutes"), or
     None when it is not a call to one of `TOOLS` that the user's words support."""

@@ -230,3 +230,30 @@ async def test_an_honest_refusal_is_left_out_of_what_the_llm_reads(workers: Work
     (read,) = responder.histories  # the one question the LLM answered
     assert [m.content for m in read] == ["What is the capital of Australia?", fact.reply]
     assert not any("offline" in m.content for m in conv.llm_history())
+
+
+class TakesTools(FakeResponder):
+    tools = True
+
+
+async def test_words_no_tool_could_serve_are_answered_with_calls_kept_out(
+    workers: Workers,
+) -> None:
+    """A question no tool's keywords fit ("What is a fox?") is generated plain from the
+    start (a call would only be refused and answered in a second pass); words a tool could
+    serve ("let me know when 10 minutes are up") still may call one."""
+    responder = TakesTools(["A fox ", "is an animal."])
+    models = workers.models(
+        FakeTranscriber("What is a fox?", "Let me know when ten minutes are up, please."),
+        responder, FakeSynthesizer())
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    conv = Conversation(models, Speaker(), options,
+                        skills=default_skills(timers=Timers(), store=None))
+    async with Mic(conv) as mic:
+        for n in (1, 2):
+            await mic.say()
+            await mic.play_until(lambda n=n: len(conv.turns) == n)  # type: ignore[misc]
+    plain = dict(zip(responder.users, responder.plain, strict=True))
+    assert plain == {"What is a fox?": True,
+                     "Let me know when ten minutes are up, please.": False}
+    assert conv.turns[0].reply == "A fox is an animal."

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipeline.answer.tools import TOOLS, may_be_call, request_for, without_markers
+from pipeline.answer.tools import TOOLS, may_be_call, may_call, request_for, without_markers
 
 
 def call(tool: str, **arguments: str) -> str:
@@ -162,3 +162,16 @@ def test_a_reply_that_opens_with_a_less_than_sign_is_not_held() -> None:
 def test_a_reply_in_other_markup_is_held_only_until_its_first_tag_is_read() -> None:
     assert may_be_call("<") and may_be_call("<b") and not may_be_call("<b>Paris")
     assert not may_be_call("<p>Hello") and may_be_call("<Tools>") and may_be_call("</function")
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ("What is the capital of Peru?", False),
+    ("Tell me a joke.", False),
+    ("Let me know when ten minutes are up.", True),
+    ("Remind me to call mum.", True),
+    ("What's on my list?", True),
+    ("What's 15% of 80?", True),
+    ("What day is it?", True),
+])
+def test_may_call_only_where_a_call_could_be_believed(said: str, expected: bool) -> None:
+    assert may_call(said) is expected
