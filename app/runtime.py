@@ -179,10 +179,10 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
 def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore]:
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
+    from models.country_data import facts_skill
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
     from pipeline.skills.days import DayFollowUp
-    from pipeline.skills.facts import FactsSkill
     from pipeline.skills.hush import HushSkill
     from pipeline.skills.math import MathSkill
     from pipeline.skills.offline import OfflineSkill
@@ -196,5 +196,5 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
     # Facts before the refusals: "what currency does Japan use" is data, not a live price.
     skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(),
-                           convert, SpellSkill(), FactsSkill(), RefusalFollowUp(), OfflineSkill()]
+                           convert, SpellSkill(), facts_skill(), RefusalFollowUp(), OfflineSkill()]
     return skills, store

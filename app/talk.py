@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from app.transports.pacing import FrameClock
-from pipeline.audio import AudioError, frames, read_wav
+from models.wav_files import AudioError, read_wav
+from pipeline.audio import frames
 from pipeline.conversation import Conversation
 from pipeline.conversation_events import Turn, to_wire
 from pipeline.engine import Engine

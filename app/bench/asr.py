@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from models.wav_files import read_wav
 from models.whisper import WhisperTranscriber
-from pipeline.audio import read_wav
 from pipeline.events import SAMPLE_RATE, Pcm
 from pipeline.listen.asr import AsrOptions, Transcriber
 

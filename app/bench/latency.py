@@ -23,7 +23,8 @@ from app.levers import ablations
 from app.process import ServerProcess
 from app.transports.realtime.client import BenchClient, RealtimeClient
 from app.transports.webrtc.client import Client
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 from pipeline.events import Pcm
 
 PAUSED = [  # (question, words after which the speaker pauses to think)

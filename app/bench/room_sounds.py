@@ -19,8 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from models.piper import PiperSynthesizer
+from models.wav_files import read_wav
 from pipeline.answer.tts import TtsOptions
-from pipeline.audio import frames, read_wav, resample
+from pipeline.audio import frames, resample
 from pipeline.events import FRAME_SAMPLES, SAMPLE_RATE, Pcm
 
 Float = npt.NDArray[np.float32]

@@ -23,8 +23,8 @@ import numpy as np
 
 from app.bench.conversations import ConversationSpec
 from app.bench.latency import Utterance
+from models.wav_files import read_wav
 from pipeline.answer.tts import Synthesizer
-from pipeline.audio import read_wav
 from pipeline.events import SAMPLE_RATE, Pcm
 
 LEAD_S, TRAIL_S = 0.3, 0.5

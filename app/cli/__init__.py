@@ -21,7 +21,7 @@ from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, Tier, store_dir
 from models.list_store import ListStoreError
 from models.locate import SPECS, ModelError, config_path, locate, tier_path
-from pipeline.audio import AudioError, write_wav
+from models.wav_files import AudioError, write_wav
 from pipeline.timeline import METRICS
 
 log = logging.getLogger("apace")

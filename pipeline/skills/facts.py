@@ -1,5 +1,6 @@
 """Country facts a small LLM gets wrong — capitals, currencies, continents, populations,
-languages, areas, calling codes — answered from offline data (pipeline/skills/countries.py).
+languages, areas, calling codes — answered from offline data (models/country_data.py loads it
+and these phrasings, and hands both in).
 
 Measured from outside, Qwen2.5-0.5B answered a country's capital with the country. The
 phrasings are data (facts.yaml, Home Assistant's hassil templates), the {country} and
@@ -11,14 +12,12 @@ is not matched: the LLM answers it ("what is the capital gains tax" stays the LL
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from importlib import resources
+from collections.abc import Callable, Iterable
 
-import yaml
 from hassil import Intents, TextSlotList, WildcardSlotList, recognize
 
 from pipeline.skills.base import SkillContext, SkillReply
-from pipeline.skills.countries import Country, load_countries, source
+from pipeline.skills.countries import Country
 from pipeline.skills.phrasing import core
 from pipeline.skills.speech import say_estimate
 
@@ -118,12 +117,11 @@ class FactsSkill:
 
     name = "facts"
 
-    def __init__(self, countries: tuple[Country, ...] | None = None) -> None:
-        """`countries`: the data (default: the packaged data, loaded once)."""
-        self._countries = {c.code: c for c in (countries if countries is not None
-                                                else load_countries())}
-        text = resources.files("pipeline.skills").joinpath("facts.yaml").read_text("utf-8")
-        self._intents = Intents.from_dict(yaml.safe_load(text))
+    def __init__(self, countries: Iterable[Country], *, phrasings: Intents, source: str) -> None:
+        """`countries`: the data; `phrasings`: facts.yaml's templates; `source`: where the
+        data comes from, the tag each reply carries (models/country_data.py gives all three)."""
+        self._countries = {c.code: c for c in countries}
+        self._intents = phrasings
         capitals: dict[str, Country] = {}
         for country in sorted(self._countries.values(), key=lambda c: c.population or 0):
             for name in country.capital_names:  # two "Kingston"s: the most populous wins
@@ -136,7 +134,7 @@ class FactsSkill:
                 ((name, c.code) for name, c in capitals.items()), allow_template=False),
             "place": WildcardSlotList(name="place"),
         }
-        self._source = source()
+        self._source = source
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         request = _DOTTED.sub(lambda m: m[0].replace(".", ""), core(text))

@@ -39,8 +39,8 @@ def question_wav(folder: Path) -> Path:
     from app.bench.utterances import speak
     from models.load import load_synthesizer
     from models.locate import locate
+    from models.wav_files import write_wav
     from pipeline.answer.tts import TtsOptions
-    from pipeline.audio import write_wav
 
     voice = load_synthesizer(locate("tts").path, TtsOptions())
     path = folder / "question.wav"

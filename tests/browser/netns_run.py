@@ -30,7 +30,8 @@ from typing import Any
 from playwright.sync_api import Page, Response, sync_playwright
 
 from app.process import ServerProcess
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 from pipeline.events import SAMPLE_RATE
 from tests.browser.harness import CHROMIUM
 

@@ -15,8 +15,8 @@ from app.process import REPO, ServerProcess
 from models.load import load_synthesizer
 from models.locate import locate
 from models.piper import PiperSynthesizer
+from models.wav_files import write_wav
 from pipeline.answer.tts import TtsOptions
-from pipeline.audio import write_wav
 from tests.integration import synthetic
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from app.bench import Utterance, run_config
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 from tests.integration.synthetic import ASR_MS, ENDPOINT_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -27,7 +27,8 @@ from app.server import ServerOptions
 from app.transports.realtime.client import RealtimeClient
 from app.transports.webrtc.client import Client
 from app.transports.wyoming.server import WyomingOptions
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 from tests.offers import CHROME_OFFER
 from tests.wer import wer
 

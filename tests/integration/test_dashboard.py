@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.process import ServerProcess
 from app.serve import use_loopback_candidates
 from app.transports.webrtc.client import Client
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

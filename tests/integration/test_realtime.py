@@ -16,7 +16,8 @@ from app.bench.utterances import speak
 from app.process import ServerProcess, free_port
 from app.transports.pacing import FrameClock
 from app.transports.realtime.client import RealtimeClient
-from pipeline.audio import frames, read_wav, resample, rms_dbfs, speech_end_sample, to_int16
+from models.wav_files import read_wav
+from pipeline.audio import frames, resample, rms_dbfs, speech_end_sample, to_int16
 from tests.wer import wer
 
 pytest.importorskip("openai")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from models.country_data import facts_skill
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import ModelError, locate
@@ -17,7 +18,6 @@ from pipeline.answer.llm import LlmOptions
 from pipeline.conversation import Conversation
 from pipeline.conversation_options import ConversationOptions
 from pipeline.skills import Timers, default_skills
-from pipeline.skills.facts import FactsSkill
 from pipeline.skills.offline import OfflineSkill
 from pipeline.speaker import Speaker
 from tests.fakes import TEST_VAD, FakeSynthesizer, FakeTranscriber, Mic, Workers
@@ -48,7 +48,7 @@ async def test_after_a_news_refusal_questions_and_a_joke_are_answered_not_refuse
 ) -> None:
     models = workers.models(FakeTranscriber(NEWS, *ASKED), responder, FakeSynthesizer())  # type: ignore[arg-type]
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
-    skills = default_skills(timers=Timers(), store=None, extra=[FactsSkill(), OfflineSkill()])
+    skills = default_skills(timers=Timers(), store=None, extra=[facts_skill(), OfflineSkill()])
     conv = Conversation(models, Speaker(), options, skills=skills)
     async with Mic(conv) as mic:
         for n in range(1, len(ASKED) + 2):

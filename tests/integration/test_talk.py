@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.audio import read_wav, rms_dbfs
+from models.wav_files import read_wav
+from pipeline.audio import rms_dbfs
 from pipeline.timeline import ASR_FINAL, ENDPOINT, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA
 from tests.integration.conftest import apace
 from tests.wer import wer

@@ -15,7 +15,8 @@ from app.bench.utterances import speak
 from app.process import REPO, ServerProcess
 from app.serve import use_loopback_candidates
 from app.transports.webrtc.client import Client
-from pipeline.audio import read_wav, speech_end_sample
+from models.wav_files import read_wav
+from pipeline.audio import speech_end_sample
 from tests.wer import wer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

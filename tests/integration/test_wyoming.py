@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.process import REPO, free_port
-from pipeline.audio import read_wav
+from models.wav_files import read_wav
 from tests.wer import wer
 
 pytest.importorskip("wyoming")

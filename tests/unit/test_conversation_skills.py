@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 
+from models.country_data import facts_skill
 from pipeline.answer.llm import Message
 from pipeline.answer.reply import NOT_CAUGHT
 from pipeline.chime import chime
@@ -18,7 +19,6 @@ from pipeline.conversation_options import ConversationOptions
 from pipeline.events import FRAME_SAMPLES
 from pipeline.listen.vad import Endpointer
 from pipeline.skills import Timers, default_skills
-from pipeline.skills.facts import FactsSkill
 from pipeline.skills.hush import HushSkill
 from pipeline.skills.offline import OfflineSkill
 from pipeline.speaker import Speaker
@@ -216,7 +216,7 @@ async def test_an_honest_refusal_is_left_out_of_what_the_llm_reads(workers: Work
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
     conv = Conversation(models, Speaker(), options,
                         skills=default_skills(timers=Timers(), store=None,
-                                              extra=[FactsSkill(), OfflineSkill()]))
+                                              extra=[facts_skill(), OfflineSkill()]))
     async with Mic(conv) as mic:
         for n in (1, 2, 3):
             await mic.say()

@@ -1,10 +1,10 @@
 """The floors and rooms (docs/architecture.md). pipeline/ is orchestration and pure cores:
 importing it (or the CLI, for `apace --help`) loads no model library; those load in
 models/, when a model is. Read from the source: the floors (app → models → pipeline) are
-never climbed, no two modules import each other at import time, the skills know nothing
-of the conversation, the transports nothing of each other, the wings (compute, listen,
-answer, turn) import one way, and the turn-taking wing reaches the Conversation only
-through its port."""
+never climbed, pipeline/ does no file, environment or network I/O, no two modules import
+each other at import time, the skills know nothing of the conversation, the transports
+nothing of each other, the wings (compute, listen, answer, turn) import one way, and the
+turn-taking wing reaches the Conversation only through its port."""
 
 from __future__ import annotations
 
@@ -227,10 +227,66 @@ def test_the_roots_hold_few_modules_and_every_package_says_what_it_owns() -> Non
     assert silent == []
 
 
-def test_the_pipeline_opens_no_database_and_reads_no_environment() -> None:
-    doing_io = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "pipeline").rglob("*.py")
-                      if any(word in path.read_text() for word in ("sqlite3", "os.environ")))
-    assert doing_io == []
+IO_MODULES = ("wave", "sqlite3", "socket", "ssl", "selectors", "urllib", "http", "ftplib",
+              "smtplib", "requests", "httpx", "aiohttp", "websockets", "aiofiles", "soundfile",
+              "sounddevice", "shutil", "tempfile", "subprocess", "glob", "pathlib",
+              "importlib.resources", "importlib.metadata")
+"""Modules whose use is file, process or network I/O (or the paths it takes)."""
+ENVIRONMENT = ("environ", "environb", "getenv", "putenv", "unsetenv")
+FILE_METHODS = ("read_text", "read_bytes", "write_text", "write_bytes")
+"""What a `Path` or a package resource (`importlib.resources`) reads or writes with."""
+
+
+def _io_module(name: str) -> bool:
+    return name in {f"os.{env}" for env in ENVIRONMENT} or any(
+        name == module or name.startswith(module + ".") for module in IO_MODULES)
+
+
+def io_uses(source: str) -> list[str]:
+    """Where `source` does file, environment or network I/O: an I/O module imported,
+    `open()` (or io.open, os.open), the environment read, a file's text or bytes read or
+    written. "line: what", in order."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, f"imports {a.name}") for a in node.names if _io_module(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] if _io_module(node.module) else [
+                f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, f"imports {n}") for n in names if _io_module(n)]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+                node.value.id == "os" and node.attr in ENVIRONMENT):
+            found.append((node.lineno, f"os.{node.attr}"))
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                found.append((node.lineno, "open()"))
+            elif isinstance(func, ast.Attribute) and (func.attr in FILE_METHODS or (
+                    func.attr in ("open", "fdopen") and isinstance(func.value, ast.Name)
+                    and func.value.id in ("io", "os", "codecs"))):
+                found.append((node.lineno, f".{func.attr}()"))
+    return [f"{line}: {what}" for line, what in sorted(found)]
+
+
+def test_the_pipeline_does_no_file_environment_or_network_io() -> None:
+    """pipeline/ is orchestration and pure cores: files, stores, the environment and the
+    network are models/' and app/'s, handed in through a Protocol or a parameter (WAV files:
+    models/wav_files.py; the facts skill's data: models/country_data.py)."""
+    doing_io = {str(path.relative_to(ROOT)): uses for path in sorted((ROOT / "pipeline").rglob("*.py"))
+                if (uses := io_uses(path.read_text()))}
+    assert doing_io == {}
+
+
+def test_the_io_check_catches_each_kind_of_io_and_not_a_method_named_open() -> None:
+    source = ("import wave\nimport urllib.request\nfrom importlib import resources\n"
+              "from os import getenv\nimport io, os, socket\n"
+              "def f(path, gate):\n    gate.open()\n    io.BytesIO(b'')\n"
+              "    with open(path) as handle:\n        pass\n    home = os.environ['HOME']\n"
+              "    return path.read_text(), io.open(path)\n")
+    assert io_uses(source) == [
+        "1: imports wave", "2: imports urllib.request", "3: imports importlib.resources",
+        "4: imports os.getenv", "5: imports socket", "9: open()", "11: os.environ", "12: .open()",
+        "12: .read_text()"]
 
 
 def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from models.country_data import facts_skill, load_countries
 from pipeline.skills.base import SkillContext, normalise
-from pipeline.skills.countries import Country, load_countries
+from pipeline.skills.countries import Country
 from pipeline.skills.facts import FactsSkill, about
 
 CTX = SkillContext(now=datetime(2026, 12, 1, 15, 45, tzinfo=UTC), monotonic=0.0)
@@ -54,7 +55,7 @@ FAKES = (
     country("NF", "Norfolk Island", ("norfolk island",), "Kingston", population=1_828),
     country("AQ", "Nowhere Land", ("nowhere land",), ""),
 )
-SKILL = FactsSkill(FAKES)
+SKILL = facts_skill(FAKES)
 
 
 def ask(transcript: str, skill: FactsSkill = SKILL) -> str | None:
@@ -131,7 +132,7 @@ def test_large_figures_are_rounded_as_a_person_says_them(n: int, spoken: str) ->
 
 @pytest.fixture(scope="module")
 def real() -> FactsSkill:
-    return FactsSkill()
+    return facts_skill()
 
 
 @pytest.mark.parametrize(("transcript", "words"), [
