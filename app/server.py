@@ -47,6 +47,8 @@ MAX_OFFER_BYTES = 64 * 1024
 
 @dataclass(frozen=True, kw_only=True)
 class ServerOptions:
+    """How the server bounds its sessions (docs/configuration.md, docs/scaling.md)."""
+
     max_sessions: int = 4
     idle_timeout_s: float = 30.0
     """A session whose microphone delivers nothing for this long is closed."""
@@ -56,12 +58,11 @@ class ServerOptions:
     """Turns kept for /api/turns and the dashboard; the rolling percentiles cover these."""
     jitter_hold: int = 1
     """Later mic packets that wait for a missing one before it is given up as lost
-    (app.transports.webrtc.tracks.PacketJitterBuffer); in-order packets are never held. aiortc's own buffer
-    holds every packet until the next arrives (20 ms each; mic-to-VAD measured 62 / 82 /
-    122 ms on loopback with its prefetch 1 / 2 / 4)."""
+    (default 1; app.transports.webrtc.tracks.PacketJitterBuffer); in-order packets are
+    never held (docs/latency.md)."""
     slo_ttfa_ms: float = 800.0
-    """The TTFA objective the dashboard reports attainment against (browser TTFA where the
-    page measured it, else the server's)."""
+    """The TTFA objective, in ms, that admission keeps and the dashboard reports attainment
+    against (browser TTFA where the page reports it, else the server's; default 800)."""
     connect_timeout_s: float = 15.0
     """An offer whose peer has not connected (ICE and DTLS) this long after it is answered
     is closed, and its slot and llama context freed."""
@@ -71,8 +72,8 @@ class ServerOptions:
     """What a refused offer is told to wait (Retry-After) when the server is full or
     draining."""
     admit_by_load: bool = True
-    """Refuse a new session when the measured load predicts it would push TTFA p95 over
-    `slo_ttfa_ms` (pipeline.compute.admission); `max_sessions` stays the hard cap."""
+    """Refuse a new session when the current load predicts it would push TTFA p95 over
+    `slo_ttfa_ms` (default True; pipeline.compute.admission); `max_sessions` stays the cap."""
     drain_timeout_s: float = 10.0
     """On SIGTERM, how long replies in flight may take to finish before every session is
     closed."""

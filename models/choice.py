@@ -1,7 +1,7 @@
 """Which LLM and ears apace serves, why, and how to change it.
 
 Each model is the first of: a flag, an environment variable, the config file ([models] in
-$XDG_CONFIG_HOME/apace/config.toml: docs/config.md), the best tier `apace models pull`
+$XDG_CONFIG_HOME/apace/config.toml: docs/configuration.md), the best tier `apace models pull`
 stored (models.catalog.PREFERRED, the order `make run` follows), the embedded package.
 models.locate resolves the LLM and the ear; the noisy-room ear is resolved here. `apace
 serve` opens with `Choice.line()` for each, and `apace doctor` reports the same choices.

@@ -5,7 +5,7 @@ best tier `apace models pull` stored (models.catalog.PREFERRED: what `make run` 
 the embedded default package. Each of the first three may also name a tier of the catalog
 (`qwen2.5-coder-0.5b`), which resolves to the file `apace models pull` stored. Every failure
 is a `ModelError` whose message names the problem and the fix; nothing here imports a model
-library. The config file and its keys: docs/config.md.
+library. The config file and its keys: docs/configuration.md.
 """
 
 from __future__ import annotations

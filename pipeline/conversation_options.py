@@ -15,40 +15,24 @@ from pipeline.room import RoomOptions
 
 @dataclass(frozen=True, kw_only=True)
 class ConversationOptions:
+    """How a conversation behaves. Durations in milliseconds. Why the defaults are what they
+    are: docs/latency.md (speculation, endpointing, the early verdict) and docs/rooms.md
+    (holding and interrupting a reply that is talked over)."""
+
     vad: VadOptions = field(default_factory=VadOptions)
     speculate: bool = True
     """Start the reply at silence onset and play it at the endpoint (docs/how-it-works.md)."""
     barge_in_ms: int = 200
-    """Speech needed to interrupt the assistant: a cough is shorter. Only what the room
-    gate confirms counts (not our echo, not the room; pipeline.room), so it can be short:
-    bursts of background talk confirmed <= 100 ms, a user talking over a reply reached
-    200 ms 200-300 ms after their first sound (300 ms took 320-540)."""
+    """Confirmed speech over a playing reply that is not held that interrupts it (default
+    200). Only what the room gate confirms counts: not our echo, not the room."""
     hold_ms: int | None = 100
-    """Confirmed speech over a playing reply that holds it (nothing plays, nothing is
-    dropped): a barge-in's first sign, so the reply goes quiet ~80 ms before one is
-    decided — on the room bench the reply stopped ~400 ms after the user's first sound
-    with barge_in_ms alone. 100 ms is where a turn starts (VadOptions.start_ms): the reply
-    holds as the user's turn does. Against 120 ms, in two paired talk-over runs
-    (docs/rooms.md), the first reply stopped 340 ms after the user's first sound on
-    average against 393 (8 each), the later ones at a median 261 against 311 ms; 2 of 29
-    stops took over 400 ms against 8 of 32; no reply was held by background talk. A held
-    turn that stops short of held_barge_in_ms keeps the reply held until it pauses and its
-    words are heard (pipeline.turn.talk_over): words interrupt the reply and are answered
-    ("Wait.", "Stop." are confirmed for 140-180 ms, and used to let the reply go on and
-    be dropped); none (a cough) or a listener's "mm-hm" let it go on
-    from the frame it stopped at (LiveKit Agents resumes a "false interruption" the same
-    way). Background talk in bursts was confirmed for <= 100 ms: holding at 80 ms, as a
-    turn starts (and, in a quiet room, from before it started), the room bench's replies
-    were held and let go on 6-12 times a session in echo and talk, and 4 of ~25
-    talk-overs went on for 1-5 s (docs/rooms.md); a hold needs a started turn
-    now, and the words of a burst that starts one decide. None: off."""
+    """Confirmed speech over a playing reply, in a started turn, that holds it quiet (nothing
+    plays, nothing is dropped) until the turn's words decide (pipeline.turn.talk_over);
+    default 100, where a turn starts (VadOptions.start_ms). None: no hold."""
     held_barge_in_ms: int | None = 800
-    """Confirmed speech over a *held* reply that interrupts it before its words are heard.
-    A turn that pauses sooner is decided by its words, heard at the pause as a speculation
-    is (pipeline.turn.talk_over): a listener's "mm-hm", "okay", "I see" let the reply go on
-    (Piper saying them over a reply: 120-740 ms confirmed; at barge_in_ms alone they cut
-    it), other words interrupt it. The reply is quiet from hold_ms either way. None:
-    barge_in_ms, held or not."""
+    """Confirmed speech over a held reply that interrupts it before its words are heard
+    (default 800); a turn that pauses sooner is decided by its words. None: barge_in_ms,
+    held or not."""
     hold_release_ms: int = 200
     """Once the held turn has ended (its words heard), the reply goes on when nothing has
     been confirmed for this long."""
@@ -57,9 +41,9 @@ class ConversationOptions:
     endpoint: EndpointOptions | None = field(default_factory=EndpointOptions)
     """Adaptive endpointing from the speculative transcript (None: fixed endpoint_ms)."""
     early_verdict: bool = True
-    """The turn detector judges a speculative transcript before the LLM reads it, so the
-    endpoint of a finished turn comes ~0.3 s after the speech (False: once the reply's
-    first clause is written, as before; docs/latency.md)."""
+    """The turn detector judges a speculative transcript before the LLM reads it, so a
+    finished turn's endpoint does not wait for the reply's first clause (default True;
+    False: once the first clause is written, the `--late-verdict` lever)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
     """How reply text is cut for TTS (first clause early: docs/latency.md)."""
     partial_interval_s: float | None = 1.0

@@ -47,7 +47,7 @@ class RunOptions:
     OpenAI-Realtime websocket, app.transports.realtime.client) or "wyoming" (Home
     Assistant's pipeline, app.transports.wyoming.client)."""
     wyoming_url: str | None = None
-    """tcp://HOST:PORT of the Wyoming server the bench started beside `apace serve`."""
+    """tcp://HOST:PORT of the Wyoming server started beside `apace serve` for this run."""
 
 
 class Server(Protocol):

@@ -243,9 +243,9 @@ def _pulled_use(tier: Tier) -> str:
     from models.choice import NOISY_ASR_TIER
 
     if tier.name == PREFERRED[tier.kind][0]:
-        return "Plain `apace serve` serves it from now on (docs/config.md)."
+        return "Plain `apace serve` serves it from now on (docs/configuration.md)."
     if tier.name == NOISY_ASR_TIER:
-        return "Plain `apace serve` hears noisy rooms with it from now on (docs/config.md)."
+        return "Plain `apace serve` hears noisy rooms with it from now on (docs/configuration.md)."
     flag = "--asr" if tier.kind == "asr" else "--llm"
     return f"Use it: {flag} {tier.name}, or {tier.kind} = \"{tier.name}\" under [models] in {config_path()}"
 

@@ -120,7 +120,7 @@ def _checked(options: Callable[..., T], flags: str, **values: Any) -> T:
 def model_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "models (default: env var, then the config file, then the best pulled tier, then the"
-        " embedded one: docs/config.md)")
+        " embedded one: docs/configuration.md)")
     asr = group.add_mutually_exclusive_group()
     asr.add_argument("--asr-model", metavar="DIR", help="CTranslate2 Whisper model folder")
     asr.add_argument("--asr", metavar="TIER", choices=_tier_names("asr"),

@@ -37,10 +37,14 @@ _CODE = re.compile(r"</?[A-Za-z_][^<>]*>|\\[A-Za-z]+|\\.|[{}\\]")
 
 @dataclass(frozen=True, kw_only=True)
 class ClauseOptions:
+    """How reply text is cut into clauses for TTS. Why the first clause is cut early:
+    docs/latency.md."""
+
     first_clause_min_words: int = 3
     """The first clause is cut at a comma-like break once it has this many words."""
     early_first_clause: bool = True
-    """False: the first clause waits for a sentence end like the rest (to measure lever 5)."""
+    """Cut the first clause before its sentence ends (default True); False: it waits for a
+    sentence end like the rest (the `--sentence-clauses` lever)."""
     first_clause_max_words: int = 7
     """With no comma by this many words, the first clause is cut before the next linking
     word ("…is | that…", "…Everest | which…"): Piper's first audio costs time in

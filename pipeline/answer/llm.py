@@ -94,6 +94,9 @@ class Sequenced(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class LlmOptions:
+    """How replies are generated (llama.cpp). What the latency levers among these buy:
+    docs/latency.md."""
+
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_tokens: int = 80
     """Replies are spoken; a cap keeps a rambling small model short."""
@@ -107,9 +110,10 @@ class LlmOptions:
     drafts: bool = True
     """Verify expected replies (reply cache, re-speculation) as drafts (pipeline.answer.drafts)."""
     reuse_kv: bool = True
-    """Keep the conversation's KV prefix between turns (off only to measure its worth)."""
+    """Keep the conversation's KV prefix between turns (default True; False re-reads the
+    whole prompt every turn: the `--no-kv-reuse` lever)."""
     prompt_lookup: bool = False
-    """Prompt-lookup drafts: measured slower for chat on CPU (`apace bench --ablate`), so off."""
+    """Add prompt-lookup drafts (default False: slower for chat on a CPU)."""
     draft_model: str | None = None
     """A smaller GGUF with the same vocabulary that drafts every reply (ModelDraft)."""
     tools: bool = True

@@ -32,16 +32,18 @@ class Tuned(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class TtsOptions:
+    """How Piper speaks a clause. What trimming and streaming buy: docs/latency.md."""
+
     length_scale: float | None = None
     """Speaking rate: < 1 is faster, > 1 slower (None: the voice's own setting)."""
     volume: float = 0.8
     """Piper normalises each sentence to full scale; this leaves headroom."""
     trim_lead: bool = True
-    """Drop the near-silence Piper puts before a clause (30-65 ms measured with the default
-    voice): every millisecond of it is added to time-to-first-audio."""
+    """Drop the near-silence Piper puts before a clause, which would add to the time to
+    first audio (default True)."""
     stream: bool = True
-    """Split the voice at its decoder and send audio as it is decoded (models/piper_stream.py);
-    False: Piper's whole-sentence synthesis (to measure the lever)."""
+    """Split the voice at its decoder and send audio as it is decoded (default True;
+    models/piper_stream.py). False: Piper's whole-sentence synthesis (`--no-tts-stream`)."""
 
 
 SOUND_LEVEL = 100

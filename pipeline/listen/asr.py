@@ -44,17 +44,16 @@ class TranscribesMany(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class AsrOptions:
+    """How Whisper transcribes. Why the defaults are what they are: docs/quality.md (the
+    bias), docs/rooms.md (the noisy-room ear), docs/latency.md (the window)."""
+
     windows_s: tuple[int, ...] = (10, 20, 30)
     """Encoder windows to choose from (seconds); the smallest that holds the audio wins."""
     beam_size: int = 1
     """1 = greedy, fastest; 5 is Whisper's reference setting, ~2x slower on CPU."""
     noisy_beam_size: int = 1
     """The noisy-room ear's beam width (models.load: a sturdier Whisper for streams whose
-    room is noisy). Offline, whisper-base with beam 5 heard the ASR set's tuning lines in
-    the room bench's background talk and pink noise a point better (WER 9.4 → 7.9 and 6.3
-    → 5.8 %, 10.8 → 9.7 and 11.5 → 10.5 % on the gate's own turns), but through the whole
-    pipeline each transcription took longer (0.3-1.4 s instead of 0.3-0.7) and TTFA in
-    noise rose by ~200 ms against the clean room, question by question (docs/rooms.md)."""
+    room is noisy); default 1, greedy."""
     language: str = "en"
     no_speech_threshold: float = 0.6
     """Above this no-speech probability an utterance with a low-confidence transcript is
@@ -66,23 +65,17 @@ class AsrOptions:
     """Comma-separated words and phrases users say to this assistant, read by Whisper before
     each utterance (faster-whisper's `hotwords`). Keep it short: tokens cost decode time."""
     bias: bool = True
-    """Bias recognition toward `vocabulary` (and the call's context, with `use_context`).
-    False: the plain prompt, exactly as before."""
+    """Bias recognition toward `vocabulary` (and the call's context, with `use_context`);
+    default True. False: Whisper's plain prompt."""
     use_context: bool = False
-    """Also read the call's `context` (the last exchange) under the bias. Off: with the
-    previous question as context (`apace bench --asr`), base's WER rose from 10.8% to
-    12.9% and it repeated itself ("Send a message to Olivia." four times); tiny.en moved
-    by under half a point. Worth turning on only where follow-up questions show a gain."""
+    """Also read the call's `context` (the last exchange) under the bias (default False:
+    it made Whisper base mishear more and repeat itself)."""
     prompt_tokens: int = 64
     """Token budget for vocabulary + context; the vocabulary is cut at a comma, the context
     keeps its most recent tokens."""
     bias_no_speech_threshold: float = 0.4
-    """Under a bias prompt, above this no-speech probability the utterance is '', however
-    sure Whisper is of its words: the prompt makes what it invents on noise confident
-    ("Okay." at log-prob -0.8), so the plain rule's log-prob escape let 42 of 60 noise
-    clips through on tiny.en. The prompted no-speech probability itself separates well:
-    measured <= 0.32 on 368 speech clips (clean and 5-20 dB SNR pink noise), >= 0.42 on
-    81 noise clips (white, pink, brown, hum, clicks), tiny.en and base alike."""
+    """Under a bias prompt, an utterance whose no-speech probability is above this is '',
+    however sure Whisper is of its words (default 0.4)."""
 
     def __post_init__(self) -> None:
         if not self.windows_s or not all(1 <= window <= 30 for window in self.windows_s):

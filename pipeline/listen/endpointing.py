@@ -24,28 +24,23 @@ _WORD = re.compile(r"[\w']+")
 
 @dataclass(frozen=True, kw_only=True)
 class EndpointOptions:
+    """How much silence ends a turn, by what was said. Durations in milliseconds; why the
+    defaults are what they are: docs/latency.md."""
+
     complete_ms: int = 240
     """Silence that ends a turn whose transcript is a question or exclamation ("?", "!")."""
     statement_ms: int = 1000
-    """Silence that ends a turn ending in "." (or that the turn detector is unsure of, or
-    whose verdict is still to come):
-    Whisper puts a period after fragments too ("Set a timer for it.", "How far is the
-    minute."), so a period is weaker evidence than "?". The 0.7 s thinking pauses of
-    `apace bench`'s paused set are 760-900 ms of silence once Piper's own pauses are
-    counted, and the VAD needs 60 ms of voice to hear the user resume: a fragment that
-    scored -14.4 was cut off at 900 ms."""
+    """Silence that ends a turn ending in "." and one the turn detector is unsure of or
+    has not judged yet (default 1000)."""
     trailing_ms: int = 1200
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
     done_logprob: float = -11.0
-    """Turn-detector log P(turn over) at or above which the turn is complete (complete_ms).
-    Measured: finished turns -1 … -9.6, except "who wrote romeo and juliet" -12.6 and
-    "what time is it" -14.0; fragments -14.4 … -26, except "how far is the moon" -9.1."""
+    """Turn-detector log P(turn over) at or above which the turn is complete and ends
+    after complete_ms (default -11.0)."""
     unfinished_logprob: float = -15.0
-    """At or below this the user is mid-sentence (trailing_ms); in between, statement_ms.
-    A wait that grew linearly through the middle band cut off two fragments Whisper
-    misheard ("play some music, bye" -12.8, "what is the weather light" -14.4): finished
-    turns score there too ("who wrote romeo and juliet" -12.6), the band does not sort."""
+    """Turn-detector log P(turn over) at or below which the user is mid-sentence
+    (trailing_ms); in between, statement_ms (default -15.0)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.complete_ms <= self.statement_ms <= self.trailing_ms:

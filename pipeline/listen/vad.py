@@ -51,7 +51,8 @@ a second: each onset costs a transcription."""
 
 @dataclass(frozen=True, kw_only=True)
 class VadOptions:
-    """How the endpointer decides. All durations in milliseconds."""
+    """How the endpointer decides. All durations in milliseconds. Why the defaults are what
+    they are: docs/latency.md."""
 
     aggressiveness: int = 2
     """webrtcvad mode 0-3: higher rejects more non-speech (and some soft speech)."""
@@ -61,19 +62,15 @@ class VadOptions:
     pre_roll_ms: int = 300
     """Audio kept from before the detected start, so the first syllable is not clipped."""
     onset_ms: int = 60
-    """Silence after speech that raises a tentative `SilenceOnset` (speculation starts).
-    Early is cheap: the CPU is idle while the user speaks, and a speculation the user talks
-    over is cancelled. `apace bench`, 24 questions: 60 ms vs 120 ms took TTFA p50 from 803
-    to 734 ms, with 34 instead of 16 speculations cancelled and no more cut-offs."""
+    """Silence after speech that raises a tentative `SilenceOnset`, where speculation
+    starts (default 60)."""
     endpoint_ms: int = 500
     """Silence after speech that ends the turn (the hangover). Adjustable per turn."""
     resume_ms: int = 60
     """Voiced audio after an onset that counts as the user speaking again."""
     speech_floor_db: float = 35.0
-    """A frame webrtcvad calls voiced but this far below the utterance's speech level is
-    silence. webrtcvad keeps calling the fading tail of speech voiced for 80-160 ms (its
-    hangover); without this gate every onset and endpoint, and so every reply, starts that
-    much late. 0 turns the gate off."""
+    """A frame webrtcvad calls voiced but this many dB below the utterance's speech level
+    is silence, so speech ends where it fades (default 35; 0: off)."""
     max_utterance_s: float = 30.0
     """An utterance this long is ended even without a pause."""
 

@@ -10,10 +10,11 @@ from pipeline.events import FRAME_MS
 
 @dataclass(frozen=True, kw_only=True)
 class RoomOptions:
-    """How the gate tells the user from the room. Levels in dB."""
+    """How the gate tells the user from the room. Levels in dB, durations in ms (`_s`:
+    seconds). What each part does and why the defaults are what they are: docs/rooms.md."""
 
     enabled: bool = True
-    """False: webrtcvad and the utterance speech floor alone, as before the gate."""
+    """The gate is on (default); False: webrtcvad and the utterance speech floor alone."""
     conditioning: bool = True
     """Noise suppression on streams whose client has not done it (when a conditioner is
     given); a stream can turn it off (`Room.conditioning`) when its client did it."""
@@ -21,11 +22,9 @@ class RoomOptions:
     """Suppress noise in a quiet room too (default: only once the raw room is noisy,
     pipeline.room.conditioning.Suppression)."""
     gain_dbfs: int = 0
-    """Automatic gain on what the recognizer hears of a raw stream (WebRTC's digital AGC:
-    the level it aims for, dB below full scale, 1-31; 0 off). Only the utterance audio is
-    raised: the gate judges the frames as they came, so its learned levels and the echo
-    guard's loss are not moved by the gain. Whisper tiny.en on a talker 35 dB down: WER
-    21.0 % → 18.7 % with 3; at normal levels no change (docs/rooms.md)."""
+    """Automatic gain on what the recognizer hears of a raw stream: the level WebRTC's
+    digital AGC aims for, dB below full scale, 1-31 (default 0: off). The gate and the echo
+    guard judge the frames as they came."""
     start_margin_db: float = 4.0
     """A turn starts (or resumes, or interrupts) only on voice this far above the room's
     usual peaks (its 90th-percentile frame level)."""
@@ -39,24 +38,17 @@ class RoomOptions:
     (the end of a question is often its quietest part)."""
     resume_ms: int = 100
     """Confirmed speech, without a break, that resumes a turn after its silence onset
-    (the endpointer's own resume_ms if longer): in background talk, 60 ms let a burst of
-    someone else's words join the end of a question (bench babble, 1 in 16 questions)."""
+    (default 100; the endpointer's own resume_ms if longer)."""
     min_turn_ms: int = 200
     """Confirmed speech an utterance needs before it is a turn (before its silence onset
     is told): a burst of background talk confirms a few frames, a question hundreds."""
     start_lag_ms: int = 300
-    """Audio kept before a start on top of the endpointer's pre-roll: the strict check
-    confirms a turn up to a few hundred ms into its first word (quality bench: 7 of 87
-    turns lost their first word with the plain pre-roll, "What's the time" → "It's the
-    time")."""
+    """Audio kept before a start on top of the endpointer's pre-roll (default 300): the
+    strict check confirms a turn up to a few hundred ms into its first word."""
     quiet_pre_roll: bool = True
-    """A turn's pre-roll (the audio kept from before its start, start_lag_ms included) is
-    the room until its first frame as loud as a start must be (start_margin_db over the
-    room's peaks; the frame's full-band level, a little over the gate's own measure above
-    100 Hz): what comes before it, but for `pre_roll_keep_ms`, is turned down 26 dB,
-    so that Whisper hears the user's words and not the talk in the room before them ("30,
-    set a timer…", "What is 15% of 80% of 80%…"). Offline, the gate's own turns of the ASR
-    set's tuning lines heard by whisper-base (docs/rooms.md)."""
+    """Turn a turn's pre-roll down 26 dB up to `pre_roll_keep_ms` before its first frame
+    as loud as a start must be (full-band level start_margin_db over the room's peaks), so
+    that Whisper hears the user's words, not the room's talk before them (default on)."""
     pre_roll_keep_ms: int = 100
     """Pre-roll kept whole before that first loud frame (a soft first consonant)."""
     speech_probability: float = 0.5
@@ -73,27 +65,16 @@ class RoomOptions:
     """Discount the echo of our own playback (pipeline.room.echo)."""
     echo_cancel: bool = False
     """Take our own playback out of the microphone's audio first (when a canceller is
-    given; pipeline.room.cancel). Off by default: the canceller's suppressor takes the
-    first 20-40 ms of a user talking over the reply down with the echo, and talk-overs
-    stopped later than with the echo guard alone (docs/rooms.md); it does
-    catch a talk-over of a session's first reply, before the guard has learned the room."""
+    given; pipeline.room.cancel). Default off: it also takes the first 20-40 ms of a user
+    talking over the reply down, and talk-overs stopped later than with the guard alone."""
     echo_margin_db: float = 3.0
     """Head-room over the learned echo loss before a residual counts."""
     max_echo_delay_s: float = 1.0
     """The longest playback → microphone delay looked for."""
     echo_cancelled_db: float = -20.0
     """Where the client cancels its own echo (`Stream.echo_cancelled`), the echo guard
-    starts from this loss rather than from "as loud as what was played", which was deaf to
-    a user who spoke in the first second of a session's first reply. Offline (`make
-    echo-probe`, talk-overs 0-1.3 s into a first reply, residual echo -45 dB, with and
-    without background talk): held within 300 ms of speech in 4 and 0 of 24 from the
-    cautious start (5 never), in 24 of 24 from -20 dB (median 120-140 ms). Through the
-    whole pipeline ("Stop, stop, wait a moment please" 0.2-0.6 s in): from -15 dB the
-    first "Stop" was held but not confirmed for long enough, the reply went on and stopped
-    only at "wait" (1.5 s) in 4 of 8; from -20 dB it stopped at the first "Stop" in 6 of 6
-    (359-437 ms). The price, a client that says so but lets its echo through: -10 dB of it
-    held 3 of 24 first replies, one of them cut (from -15 dB: none). Once the delay of an
-    echo that does come back is found, the guard starts cautious again."""
+    starts from our echo this far down (default -20 dB, -60 to 0) rather than as loud as
+    what was played; once an echo's delay is found it starts cautious again."""
 
     def __post_init__(self) -> None:
         for name in ("start_margin_db", "continue_margin_db", "user_range_db",

@@ -21,4 +21,5 @@ class RealtimeOptions:
     max_outbox: int = 3000
     """Events waiting for a client that does not read (~60 s of audio): then it is cut off."""
     apace_events: bool = False
-    """Also send `apace.turn` (the turn's timeline, for `apace bench`): an extension."""
+    """Also send `apace.turn` events, each turn's timeline, an extension of the protocol
+    that apace's own client reads (default False)."""
