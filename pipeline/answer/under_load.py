@@ -27,7 +27,8 @@ class UnderLoad:
     user: LlmUser
     """The conversation the reply is for (left out of its own snapshot)."""
     tags: set[Degradation] = field(default_factory=set)
-    """What the reply gave up: the turn carries it (Turn.degraded)."""
+    """What the reply gave up: the turn carries it (Turn.degraded); "one-moment" once it
+    was said."""
     plan: Plan | None = None
     """The confirmed reply's plan (its caps), once decided."""
     asked_at: float | None = None
@@ -35,6 +36,7 @@ class UnderLoad:
     over: bool = False
     ahead: int | None = None
     """Other confirmed replies in flight when this one asked the LLM, confirmed."""
+    moment_wanted: bool = False
     moment: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when "One moment." is wanted, or when it no longer can be (audio began)."""
     audio_out: bool = False
@@ -103,15 +105,14 @@ class UnderLoad:
         pcm = await say(ONE_MOMENT_TEXT)
         if self._moment_due():  # still nothing of the reply out
             speaker.push(pcm)
+            self.tags.add(Degradation.ONE_MOMENT)
 
     def _moment_due(self) -> bool:
-        return Degradation.ONE_MOMENT in self.tags and not self.audio_out
+        return self.moment_wanted and not self.audio_out
 
     def _confirmed(self, plan: Plan) -> None:
         self.plan = plan
-        tags = set(plan.tags)
-        if self.first_at is not None:  # already decoding: no "One moment." for it
-            tags.discard(Degradation.ONE_MOMENT)
-        self.tags |= tags
-        if Degradation.ONE_MOMENT in tags:
+        self.tags |= plan.tags - {Degradation.ONE_MOMENT}  # that one once it is said
+        if Degradation.ONE_MOMENT in plan.tags and self.first_at is None:  # not decoding yet
+            self.moment_wanted = True
             self.moment.set()

@@ -129,8 +129,8 @@ TWO_SENTENCES = ["First one is here. ", "Second one follows. ", "And a third."]
 
 def open_conv(workers: Workers, board: LoadBoard, transcript: str | FakeTranscriber,
               responder: FakeResponder,
-              synthesizer: FakeSynthesizer | None = None, *, skills: bool = False
-              ) -> tuple[Conversation, list[ConversationEvent]]:
+              synthesizer: FakeSynthesizer | None = None, *, skills: bool = False,
+              spoken: bool = True) -> tuple[Conversation, list[ConversationEvent]]:
     events: list[ConversationEvent] = []
     ear = FakeTranscriber(transcript) if isinstance(transcript, str) else transcript
     models = workers.models(ear, responder,
@@ -138,7 +138,7 @@ def open_conv(workers: Workers, board: LoadBoard, transcript: str | FakeTranscri
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None,
                                   hold_ms=None, degrade=board.options)
     conv = Conversation(models, Speaker(), options, emit=events.append,
-                        needs=TransportNeeds(classify=any_sound), load=board,
+                        needs=TransportNeeds(classify=any_sound, spoken=spoken), load=board,
                         skills=default_skills(timers=Timers(), store=None) if skills else None)
     board.join(conv)
     return conv, events
@@ -252,6 +252,23 @@ class SpokenPriorities(FakeSynthesizer):
     def synthesize(self, text: str) -> Iterator[Pcm]:
         self.priorities.append(current_priority())
         yield from super().synthesize(text)
+
+
+async def test_a_text_only_reply_is_short_but_says_and_is_tagged_no_one_moment(
+    workers: Workers,
+) -> None:
+    board = LoadBoard(DegradeOptions(reply_s=2.0))
+    slow = FakeResponder(SLOW, delay_s=0.02)
+    a, _ = open_conv(workers, board, "tell me a long story", slow)
+    voice = FakeSynthesizer()
+    b, _ = open_conv(workers, board, "tell me about foxes", FakeResponder(TWO_SENTENCES), voice,
+                     spoken=False)
+    async with Mic(a) as mic_a, Mic(b) as mic_b:
+        await confirmed_in_flight(mic_a, slow)
+        await mic_b.say()
+        await until(lambda: len(b.turns) == 1, what="B's text-only turn")
+    assert voice.texts == [] and b.turns[0].reply == "First one is here."
+    assert b.turns[0].degraded == ("no-speculation", "short")
 
 
 @pytest.mark.parametrize("enabled", [True, False])
