@@ -131,6 +131,9 @@ LEVERS: tuple[Lever, ...] = (
            help="let ASR, LLM and TTS compute at the same time"),
     Switch(name="captions", flag="--no-captions", sets={"conversation.partial_interval_s": None},
            help="no live partial transcripts while the user speaks"),
+    Switch(name="degrade", flag="--no-degrade", sets={"conversation.degrade.enabled": False},
+           ablate=False, help="under load, give up nothing on purpose: speculate, answer in"
+           " full and never say \"One moment.\" (replies queue instead; docs/scaling.md)"),
     Switch(name="caption-prefill", flag="--no-caption-prefill",
            sets={"conversation.prefill_captions": False},
            help="the LLM and turn detector do not read the live caption's words ahead"),

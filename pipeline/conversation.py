@@ -25,7 +25,9 @@ from pipeline.answer.integrity import prompt_history
 from pipeline.answer.llm import Message
 from pipeline.answer.model_calls import Models
 from pipeline.answer.reply import Reply
+from pipeline.answer.under_load import UnderLoad
 from pipeline.bell import Bell
+from pipeline.compute.degrade import LlmUse, LoadBoard
 from pipeline.compute.stats import EngineStats, SpeculationStats
 from pipeline.conversation_events import BargeIn, Emit, Error, Turn, UserSpeaking
 from pipeline.conversation_options import ConversationOptions, TransportNeeds
@@ -65,8 +67,10 @@ class Conversation:
         timers: Timers | None = None,
         room: Room | None = None,
         needs: TransportNeeds | None = None,
+        load: LoadBoard | None = None,
     ) -> None:
         needs = needs or TransportNeeds()
+        self.load = load  # every conversation's LLM use: the engine's degradation policy
         self.models = models
         self.speaker = speaker
         self.options = options or ConversationOptions()
@@ -193,6 +197,13 @@ class Conversation:
     def in_flight(self) -> Reply | None:
         return self._reply
 
+    def llm_use(self) -> LlmUse | None:
+        """How its reply uses the LLM now (pipeline.compute.degrade.LlmUser)."""
+        reply = self._reply
+        if reply is None or reply.under_load is None or not self.busy:
+            return None
+        return reply.under_load.use(confirmed=not reply.speculative)
+
     def models_now(self) -> Models:
         return self.models.for_room(self.room is not None and self.room.noisy_ear(now()))
 
@@ -265,7 +276,8 @@ class Conversation:
                       find_draft=self._draft, clause_options=self.options.clauses,
                       integrity=self.options.integrity,
                       answer_skill=self._answer_skill if self.skills is not None else None,
-                      on_action=self._acted, early_verdict=self.options.early_verdict)
+                      on_action=self._acted, early_verdict=self.options.early_verdict,
+                      under_load=UnderLoad(self.load, self) if self.load is not None else None)
         if speculative:
             for stats in self.speculation_stats():
                 stats.started += 1
@@ -389,6 +401,8 @@ class Conversation:
             self._prefill = self._group.create_task(self.models.prefill_next(self.llm_history()))
         self.turns.append(done.turn)
         self.stats.turns += 1
+        for kind in done.turn.degraded:
+            self.stats.degraded[kind] = self.stats.degraded.get(kind, 0) + 1
         self.stats.llm_tokens += reply.tokens
         self.stats.llm_seconds += reply.llm_seconds
         self.emit(done.turn)

@@ -79,6 +79,9 @@ class Turn:
     """Replies the copy guard threw away before this one (regenerated)."""
     quality: dict[str, Any] = field(default_factory=dict)
     """Rule-free checks of the reply (pipeline.quality.turn_flags): repeat, echo, length."""
+    degraded: tuple[str, ...] = ()
+    """What the turn gave up under load (pipeline.compute.degrade: "no-speculation",
+    "short", "one-moment"), sorted; empty when it got everything."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ def _turn_fields(turn: Turn) -> dict[str, Any]:
             "heard": turn.heard, "interrupted": turn.interrupted,
             "timeline_ms": turn.timeline.relative_ms(), "done_logprob": turn.done_logprob,
             "skill": turn.skill, "source": turn.source, "copies": turn.copies, "quality": dict(turn.quality),
+            "degraded": list(turn.degraded),
             "speech_end_t": turn.timeline.stamps.get(SPEECH_END)}
 
 

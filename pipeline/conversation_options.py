@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from pipeline.answer.clauses import ClauseOptions
 from pipeline.answer.integrity import IntegrityOptions
+from pipeline.compute.degrade import DegradeOptions
 from pipeline.events import Pcm, VadEvent
 from pipeline.listen.endpointing import EndpointOptions
 from pipeline.listen.vad import VadOptions
@@ -56,6 +57,9 @@ class ConversationOptions:
     """What the LLM reads of the history, the copy guard, the spoken-length budget."""
     owner: str = "default"
     """Whose shopping list and notes the skills read and change."""
+    degrade: DegradeOptions = field(default_factory=DegradeOptions)
+    """What a turn gives up when other conversations' confirmed replies need the shared
+    LLM (pipeline.compute.degrade, docs/scaling.md; `--no-degrade`: nothing)."""
 
     def __post_init__(self) -> None:
         if self.barge_in_ms < 0:

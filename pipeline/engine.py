@@ -21,6 +21,7 @@ from pipeline.answer.caches import CachedSynthesizer, ReplyCache
 from pipeline.answer.llm import Responder
 from pipeline.answer.model_calls import Models
 from pipeline.answer.tts import Synthesizer
+from pipeline.compute.degrade import LoadBoard
 from pipeline.compute.stats import EngineStats
 from pipeline.compute.workers import CpuLock, ModelWorker, Priority
 from pipeline.conversation import Conversation
@@ -74,6 +75,8 @@ class Engine:
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
+        self.load = LoadBoard(self.options.degrade)
+        """Every open conversation's LLM use: what a turn gives up under load."""
         self.transcriber = transcriber
         self.synthesizer: Synthesizer = (
             CachedSynthesizer(synthesizer, stats=self.stats.tts_cache) if tts_cache else synthesizer
@@ -137,6 +140,7 @@ class Engine:
         llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
         opened: ClosableResponder | None = None
         room: Room | None = None
+        conversation: Conversation | None = None
         holder = uuid.uuid4().hex if keep_timers and self.timer_keeper is not None else None
         try:
             # Background priority: a new user's set-up never delays someone's reply.
@@ -150,10 +154,15 @@ class Engine:
                                      recognizer=self.recognizer)
                       if timers is not None and self.skills is not None else None)
             room = self.room(stream or Stream())
-            yield Conversation(models, speaker, self.options, emit=emit, on_turn=on_turn,
-                               stats=self.stats, reply_cache=self.reply_cache,
-                               skills=skills, timers=timers, room=room, needs=needs)
+            conversation = Conversation(
+                models, speaker, self.options, emit=emit, on_turn=on_turn, stats=self.stats,
+                reply_cache=self.reply_cache, skills=skills, timers=timers, room=room,
+                needs=needs, load=self.load)
+            self.load.join(conversation)
+            yield conversation
         finally:
+            if conversation is not None:
+                self.load.leave(conversation)
             # No await here: this cleanup must complete even if cancelled again.
             if room is not None:
                 room.close()

@@ -56,6 +56,8 @@ class TurnOutcome:
     """The turn detector's verdict on the transcript (None: not asked)."""
     events: list[str] = field(default_factory=list)
     """Data-channel events seen during the turn besides "turn" (timers, timer_fired, barge_in, ...)."""
+    degraded: list[str] = field(default_factory=list)
+    """What the turn gave up under load (the turn event's tags: docs/scaling.md)."""
 
 
 @dataclass
@@ -117,6 +119,7 @@ def summarise(result: QualityResult) -> dict[str, Any]:
         "spoken_s_p50": _median([t.score.spoken_s for t in replied]),
         "sentences_p50": _median([float(t.score.sentences) for t in replied]),
         "errors": len(result.errors),
+        "degraded": _degraded(turns),
     }
     out.update(_latency(turns))
     # Who answered: a skill's turns (their own targets: right and fast) and the LLM's.
@@ -124,6 +127,33 @@ def summarise(result: QualityResult) -> dict[str, Any]:
                       ("by_llm", [t for t in turns if t.skill is None])):
         out[who] = {"turns": len(mine), **_right(mine), **_latency(mine)}
     return out
+
+
+def _degraded(turns: list[TurnOutcome]) -> dict[str, Any]:
+    """How many turns gave something up under load, and how often each kind."""
+    tagged = sum(bool(t.degraded) for t in turns)
+    return {"turns": tagged, "pct": _pct(tagged, len(turns)),
+            "by_kind": dict(Counter(kind for t in turns for kind in t.degraded))}
+
+
+def load_table(results: list[QualityResult]) -> list[str]:
+    """`--sessions`: per level, the pooled client TTFA (p50/p95/max), the share of turns
+    degraded on purpose (their tags; the server's counters beside them), useful % and right %."""
+    lines = [f"{'level':<16}{'turns':>6}{'TTFA client p50/p95/max':>25}{'degraded%':>10}"
+             f"{'short':>6}{'no-spec':>8}{'moment':>7}{'useful%':>8}{'right%':>7}  server counts"]
+    for result in results:
+        s = summarise(result)
+        values = [t.ttfa_client_ms for t in result.turns if t.ttfa_client_ms is not None]
+        ttfa = "-" if not values else "/".join(
+            f"{v:.0f}" for v in (*np.percentile(values, [50, 95]), max(values)))
+        kinds = s["degraded"]["by_kind"]
+        server = result.stats.get("degraded") or {}
+        counts = " ".join(f"{k}={v}" for k, v in sorted(server.items())) or "-"
+        lines.append(f"{result.name:<16}{s['turns']:>6}{ttfa:>25}"
+                     f"{_cell(s['degraded']['pct'], 10)}{kinds.get('short', 0):>6}"
+                     f"{kinds.get('no-speculation', 0):>8}{kinds.get('one-moment', 0):>7}"
+                     f"{_cell(s['useful_pct'], 8)}{_cell(s['right_pct'], 7)}  {counts}")
+    return lines
 
 
 def _latency(turns: list[Any]) -> dict[str, Any]:

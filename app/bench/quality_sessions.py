@@ -4,8 +4,10 @@ What a household or an office gets from one box: N clients talk to one `apace se
 once, each speaking its share of the scripted conversations (app.bench.conversations)
 one after another, client k starting k x `STAGGER_S` after the first. Every turn is
 scored by its rules as in `--quality`, and timed on the client's clock, so each level's
-row holds what was said and how fast, from the same run. Conversations that restart the
-server are left out (a restart would end everyone's session); the shopping-list ones
+row holds what was said and how fast, from the same run; a last table shows, per level,
+the pooled client TTFA (p50/p95/max) beside the share of turns degraded on purpose
+(pipeline.compute.degrade; `--compare "off=--no-degrade"` is the A/B). Conversations
+that restart the server are left out (a restart would end everyone's session); the shopping-list ones
 all go to one client, in order, since the list is one per household.
 """
 
@@ -21,7 +23,7 @@ import numpy as np
 from app.bench.conversations import ConversationSpec, conversation_set
 from app.bench.latency import Utterance
 from app.bench.quality import ManagedServer, RunOptions, parse_compare, run_conversation
-from app.bench.quality_report import QualityResult, report, save
+from app.bench.quality_report import QualityResult, load_table, report, save
 from app.bench.voices import make_utterances
 
 STAGGER_S = 2.0
@@ -100,4 +102,6 @@ def bench_quality_sessions(*, counts: Sequence[int], out: Path,
         p99 = float(np.percentile(values, 99)) if values else None
         summaries[result.name]["ttfa_client_p99"] = p99
         print(f"{result.name}: TTFA client p99 {p99 or 0:.0f} ms over {len(values)} turns")
+    print("\nunder load (what was given up on purpose: docs/scaling.md)")
+    print("\n".join(load_table(results)))
     return results

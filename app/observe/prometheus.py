@@ -25,6 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
+from pipeline.compute.degrade import Degradation
 from pipeline.timeline import ASR_FINAL, ENDPOINT, TTFA_BROWSER, TTFA_SERVER, TTFT, TTUA
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0,
@@ -61,6 +62,12 @@ class EngineCollector(Collector):
                        "stopped short of a barge-in.", stats["holds_released"])
         yield _counter("apace_noisy_ear_replies", "Replies whose turn the noisy-room ear "
                        "heard (speculative ones included).", stats["noisy_ear_replies"])
+        degraded = CounterMetricFamily(
+            "apace_degraded_turns", "Finished turns that gave something up under load, by "
+            "kind (docs/scaling.md).", labels=["kind"])
+        for kind in Degradation:
+            degraded.add_metric([kind.value], stats["degraded"].get(kind.value, 0))
+        yield degraded
         speculation = stats["speculation"]
         outcomes = CounterMetricFamily(
             "apace_speculation", "Speculative replies started at silence onset, by outcome.",

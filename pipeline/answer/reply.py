@@ -28,6 +28,7 @@ from pipeline.answer.integrity import (
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
 from pipeline.answer.tools import may_be_call, may_call, request_for, without_markers
+from pipeline.answer.under_load import UnderLoad
 from pipeline.compute.workers import Gate, Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
@@ -64,6 +65,8 @@ class Reply:
     spoken: bool = True
     """False: the reply is text only (a client that asked for no audio): no TTS job is
     queued and no audio made; each clause counts as heard once it is written."""
+    under_load: UnderLoad | None = None
+    """The engine's degradation policy for this reply (None: none, e.g. a lone conversation)."""
     skill: SkillReply | None = None
     copies: int = 0
     """Replies thrown away because they copied an earlier one (then regenerated)."""
@@ -99,6 +102,8 @@ class Reply:
         self.committed.set()
         if isinstance(self.models.responder, Promotes):  # a shared LLM: its job moves up
             self.models.responder.promote()
+        if self.under_load is not None:
+            self.under_load.committed()
         held, self._held = self._held, []
         for event in held:
             self.emit(event)
@@ -130,6 +135,11 @@ class Reply:
     def priority(self) -> Priority:
         return Priority.SPECULATIVE if self.speculative else Priority.CONFIRMED
 
+    def _skills_first(self) -> Priority:
+        """The priority of the ASR job and of a skill's speech: under load, a confirmed
+        turn's, so that they are never queued behind another session's LLM steps."""
+        return self.under_load.lift(self.priority) if self.under_load else self.priority
+
     @property
     def played_text(self) -> str:
         """What the user actually heard: whole clauses, then the heard share of the next."""
@@ -151,7 +161,7 @@ class Reply:
         in the speaker for the caller to clear.
         """
         if self.transcript is None:  # typed words are never queued on the ASR worker
-            self.transcript = await self.models.hear(self.audio, self.priority)
+            self.transcript = await self.models.hear(self.audio, self._skills_first())
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
         self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
@@ -169,6 +179,8 @@ class Reply:
                 self._verdict_in.set()
             group.create_task(self._think(clauses))
             group.create_task(self._speak(clauses))
+            if self.under_load is not None and self.spoken and self.skill is None:
+                group.create_task(self.under_load.one_moment(self.models.say, self.speaker))
         await self.finished.wait()
         # Nothing to say (the hush skill) is played out at once: a speculation is still
         # not the turn's reply until the endpoint commits it.
@@ -230,13 +242,19 @@ class Reply:
         guard = CopyGuard(earlier, options)
         # Words no tool could be believed for: the LLM is kept from a call from the start.
         plain = _uses_tools(self.models.responder) and not may_call(self.transcript)
-        await self._stream(history, draft, guard, splitter, clauses, budget, plain=plain)
-        if guard.copied is not None:
-            log.info("reply copied an earlier one (%r): regenerating without history",
-                     guard.copied[:60])
-            self.copies += 1
-            await self._stream([], None, CopyGuard([], options), splitter, clauses, budget,
-                               plain=plain)
+        if self.under_load is not None:  # under load: held till committed, or cut short
+            await self.under_load.before_llm(self.speculative, self.committed)
+        try:
+            await self._stream(history, draft, guard, splitter, clauses, budget, plain=plain)
+            if guard.copied is not None:
+                log.info("reply copied an earlier one (%r): regenerating without history",
+                         guard.copied[:60])
+                self.copies += 1
+                await self._stream([], None, CopyGuard([], options), splitter, clauses, budget,
+                                   plain=plain)
+        finally:
+            if self.under_load is not None:
+                self.under_load.done()
 
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
                       splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
@@ -254,6 +272,8 @@ class Reply:
         async with contextlib.aclosing(stream):
             async for piece in stream:
                 first_token = first_token or now()
+                if self.under_load is not None:
+                    self.under_load.first_token()
                 self.llm_seconds = now() - first_token
                 self.tokens += 1
                 if call is not None:
@@ -312,6 +332,9 @@ class Reply:
     def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
         """Hand clauses to the speaker side; True once the reply's sentence budget (or its
         word budget, at a sentence end) is spent."""
+        words_cap = self.integrity.max_words
+        if self.under_load is not None and self.skill is None:  # a short reply's caps
+            budget, words_cap = self.under_load.caps(budget, words_cap)
         for clause in made:
             if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
                 self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
@@ -322,7 +345,7 @@ class Reply:
             if clause.ends_sentence:
                 self._sentences += 1
                 words = sum(len(c.split()) for c in self._clauses)
-                if self._sentences >= budget or words >= self.integrity.max_words:
+                if self._sentences >= budget or words >= words_cap:
                     self._spent = True
                     return True
         return False
@@ -336,12 +359,15 @@ class Reply:
             spoken = Spoken(clause)
             self._spoken.append(spoken)
             stream = self.models.tts_worker.stream(
-                self.models.synthesizer.synthesize, clause.text, priority=self.priority
+                self.models.synthesizer.synthesize, clause.text,
+                priority=self._skills_first() if self.skill is not None else self.priority
             )
             async with contextlib.aclosing(stream):
                 async for pcm in stream:
                     self._llm_gate.open()
                     await self.committed.wait()
+                    if self.under_load is not None:
+                        self.under_load.audio_started()
                     spoken.samples += len(pcm)
                     self.speaker.push(pcm, self._on_played(spoken))
             spoken.done = True
@@ -349,6 +375,8 @@ class Reply:
             if clause.ends_sentence:
                 self._sentence_sent = True
                 self._stamp_ttua()
+        if self.under_load is not None:
+            self.under_load.audio_started()  # lets one_moment end
         self._generated_all = True
         self._check_finished()
 

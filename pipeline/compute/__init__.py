@@ -2,6 +2,7 @@
 
 Owns the model workers (`workers`: blocking calls off the event loop, by priority),
 continuous batching's pure parts (`batching`), admission from measured load
-(`admission`) and the engine's counters (`stats`). Knows nothing of a
+(`admission`), degrading turns on purpose under load (`degrade`) and the engine's
+counters (`stats`). Knows nothing of a
 conversation: may import only the root's events and timeline.
 """

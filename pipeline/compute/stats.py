@@ -66,6 +66,8 @@ class EngineStats:
     """Replies held (gone quiet) at the first sign of the user talking over them."""
     holds_released: int = 0
     """Of those, let go on: the speech stopped short of a barge-in."""
+    degraded: dict[str, int] = field(default_factory=dict)
+    """Finished turns that gave something up under load, by kind (pipeline.compute.degrade)."""
 
     def snapshot(self) -> dict[str, Any]:
         out = asdict(self)

@@ -44,3 +44,14 @@ def test_every_sample_is_labelled_with_its_node_and_each_help_line_kept_once() -
     assert 'apace_turns_total{node="a"} 3.0' in merged
     assert 'apace_ttfa_bucket{node="b",le="0.5"} 1.0' in merged
     assert len([line for line in merged if not line.startswith("#")]) == 4
+
+
+def test_degraded_turns_are_summed_by_kind_and_each_turn_keeps_its_tags() -> None:
+    """What a turn gave up under load (docs/scaling.md) survives the cluster's merge."""
+    assert merge_numbers([{"degraded": {"short": 1}},
+                          {"degraded": {"short": 2, "one-moment": 1}}]) == {
+        "degraded": {"one-moment": 1, "short": 3}}
+    turns = node_turns({"a": [{**_turn(1, 1, 900.0), "degraded": ["short"]}]})
+    assert turns[0]["degraded"] == ["short"]
+    text = merged_metrics({"a": b'apace_degraded_turns_total{kind="short"} 2.0\n'}).decode()
+    assert 'apace_degraded_turns_total{node="a",kind="short"} 2.0' in text

@@ -82,6 +82,7 @@ EXAMPLES: list[WireEvent] = [
     Pong(None, server_t=1.0),
     GoingAway("the server is shutting down", retry_after_s=5),
     GoingAway("the session reached its maximum age"),
+    a_turn(skill=None, copies=0, degraded=("one-moment", "short")),
 ]
 EVENT_CLASSES = set(get_args(WireEvent))
 DATA_CHANNEL_TYPES = {ref["$ref"].rsplit("/", 1)[1] for ref in schema()["oneOf"]}
@@ -121,7 +122,10 @@ def test_the_schema_refuses_an_unknown_missing_or_retyped_field(event: WireEvent
     assert not check.is_valid({**wire, "type": "something_else"})
     for name in [k for k in wire if k != "type"]:
         assert not check.is_valid({k: v for k, v in wire.items() if k != name}), name
-        assert not check.is_valid({**wire, name: []}), name
+        retyped = 0 if isinstance(wire[name], list) else []
+        assert not check.is_valid({**wire, name: retyped}), name
+    if event.type == "turn":
+        assert not check.is_valid({**wire, "degraded": ["slow"]})  # not a kind of degradation
 
 
 def test_a_turn_on_the_wire_has_its_timeline_in_ms_from_the_end_of_speech() -> None:
@@ -133,7 +137,7 @@ def test_a_turn_on_the_wire_has_its_timeline_in_ms_from_the_end_of_speech() -> N
         "done_logprob": -0.2, "skill": "timer", "source": None, "copies": 1,
         "quality": {"ok": True, "repeat": False, "echo": False, "refusal": False,
                     "spoken_s": 1.9, "sentences": 1, "reasons": []},
-        "speech_end_t": 10.0}
+        "degraded": [], "speech_end_t": 10.0}
 
 
 def test_a_turn_is_serialized_as_its_timeline_is_now() -> None:

@@ -11,6 +11,7 @@ from app.bench.quality import parse_compare
 from app.bench.quality_report import (
     QualityResult,
     TurnOutcome,
+    load_table,
     report,
     slow_turns,
     summarise,
@@ -124,3 +125,24 @@ def test_a_slow_turn_shows_where_its_time_went() -> None:
     lines = slow_turns(QualityResult("r", [], turns=[_turn(True, ttfa=900), slow]))
     assert lines == ["    1400 ms c#1 (llm, verdict -3.2): lag=80 endpoint=1000 asr_final=150 "
                      "first_clause=800 ttfa_server=1100"]
+
+
+def test_the_load_table_shows_pooled_ttfa_and_the_share_of_turns_degraded() -> None:
+    """`--sessions`: per level, client TTFA p50/p95/max beside the degraded share (from
+    the turns' tags, with the server's counters), useful % and right %."""
+    turns = [_turn(True, ttfa=400), _turn(True, ttfa=900), _turn(False, ttfa=3000),
+             _turn(True, ttfa=1500)]
+    turns[2].degraded = ["no-speculation", "short"]
+    turns[3].degraded = ["one-moment", "short"]
+    loaded = QualityResult("3 at once", [], turns=turns,
+                           stats={"degraded": {"short": 2, "no-speculation": 1}})
+    s = summarise(loaded)["degraded"]
+    assert s == {"turns": 2, "pct": 50.0,
+                 "by_kind": {"no-speculation": 1, "short": 2, "one-moment": 1}}
+    header, row = load_table([loaded])
+    assert "degraded%" in header and "p50/p95/max" in header
+    assert row.split()[:5] == ["3", "at", "once", "4", "1200/2775/3000"]
+    assert row.split()[5:11] == ["50.0", "2", "1", "1", "50.0", "75.0"]
+    assert row.endswith("no-speculation=1 short=2")
+    quiet = load_table([QualityResult("1 at once", [], turns=[_turn(True)])])[1]
+    assert quiet.split()[4:7] == ["600/600/600", "0.0", "0"] and quiet.endswith("-")
