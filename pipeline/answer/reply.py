@@ -235,6 +235,10 @@ class Reply:
                         budget: int) -> None:
         """The LLM's reply; regenerated without history if it copies an earlier one."""
         assert self.transcript is not None
+        if self.early_verdict:
+            # The verdict first, always: it decides the endpoint, and the LLM reading the
+            # words first on a shared CPU would make the endpoint wait for its prompt.
+            await self._verdict_in.wait()
         options = self.integrity
         earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
         history = prompt_history(self.history, options)

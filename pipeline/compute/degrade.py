@@ -59,10 +59,10 @@ class DegradeOptions:
     one_moment_after_s: float = 1.5
     """Predicted LLM wait beyond which "One moment." is said first (math.inf: never)."""
     reply_s: float = 0.6
-    """LLM time to a confirmed reply's first token, per reply sharing the LLM, before any
-    is measured (measured on the 2-core box: ~0.1 s alone warm, 1.4 s p50 pooled at three)."""
+    """LLM time to a confirmed reply's first token, per reply sharing the LLM, until the
+    server has seen some (docs/scaling.md)."""
     smoothing: float = 0.3
-    """Weight of a new measurement of that cost (exponential average)."""
+    """Weight of each newly seen cost in its running average (exponential)."""
 
     def __post_init__(self) -> None:
         if self.speculate_below < 1 or self.short_from < 1:

@@ -173,9 +173,11 @@ class CallingResponder(FakeResponder):
 async def test_a_tool_call_the_words_do_not_support_is_answered_in_words(
     workers: Workers,
 ) -> None:
+    """Words a timer call could be believed for, but not this call (20 minutes, never
+    said): the call is refused and the question answered in words."""
     responder = CallingResponder()
     reply, speaker, synthesizer = make(workers, responder, [],
-                                       transcript="How many planets are there?")
+                                       transcript="In 2 minutes: how many planets are there?")
     reply.answer_skill = lambda _request: None
     await run(reply, speaker)
     assert responder.plain == [False, True]
@@ -192,12 +194,23 @@ async def test_a_call_written_again_when_told_to_answer_in_words_is_never_said(
     responder = CallingResponder(["```json\nname: set_timer, ", 'arguments: duration="20 ',
                                   'minutes"\n```'])
     reply, speaker, synthesizer = make(workers, responder, [],
-                                       transcript="How many planets are there?")
+                                       transcript="In 2 minutes: how many planets are there?")
     reply.answer_skill = lambda _request: None
     await run(reply, speaker)
     assert responder.plain == [False, True]
     assert reply.text == NOT_CAUGHT
     assert synthesizer.texts == [NOT_CAUGHT]
+
+
+async def test_words_no_call_could_serve_are_answered_in_one_plain_pass(
+    workers: Workers,
+) -> None:
+    responder = CallingResponder()
+    reply, speaker, _ = make(workers, responder, [], transcript="How many planets are there?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert responder.plain == [True]
+    assert reply.text == "There are 8 planets."
 
 
 async def test_a_plain_answer_in_a_code_block_is_said_without_the_fence(
