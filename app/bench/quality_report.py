@@ -221,14 +221,23 @@ def table(summaries: dict[str, dict[str, Any]]) -> list[str]:
 def wrong_turns(result: QualityResult, width: int = 60) -> list[str]:
     """One line per turn that is wrong — or has no rule but is still a repeat, an echo or
     too long (a "note") — with what was asked, what came back, and why."""
-    lines = []
+    lines, withheld = [], 0
     for t in result.turns:
         if t.score.right is False or (t.score.right is None and t.score.reasons):
+            if t.blind:
+                withheld += 1
+                continue
             reply = t.reply if len(t.reply) <= width else t.reply[: width - 1] + "…"
             kind = "wrong" if t.score.right is False else "note "
             lines.append(f"  {kind} {t.conversation}#{t.turn} {t.say!r} → {reply!r}: "
                          + "; ".join(t.score.reasons))
-    return lines
+    return lines + _withheld(withheld)
+
+
+def _withheld(count: int) -> list[str]:
+    """The blind split is read as figures only: its turns are never printed (whoever reads
+    them would tune on them; docs/bench-blind.md)."""
+    return [f"  … and {count} blind turns, not shown"] if count else []
 
 
 _STAGES = ("endpoint", "asr_final", "ttft", "first_clause", "ttfa_server")
@@ -237,9 +246,12 @@ _STAGES = ("endpoint", "asr_final", "ttft", "first_clause", "ttfa_server")
 def slow_turns(result: QualityResult, limit_ms: float = USEFUL_MS) -> list[str]:
     """One line per reply heard later than `limit_ms`: where its time went. Stamps are ms
     from the server's speech end; `lag` is how late that came after the true end."""
-    lines = []
+    lines, withheld = [], 0
     for t in result.turns:
         if t.ttfa_client_ms is None or t.ttfa_client_ms <= limit_ms:
+            continue
+        if t.blind:
+            withheld += 1
             continue
         stamps = " ".join(f"{name}={t.timeline_ms[name]:.0f}" for name in _STAGES
                           if t.timeline_ms.get(name) is not None)
@@ -248,7 +260,7 @@ def slow_turns(result: QualityResult, limit_ms: float = USEFUL_MS) -> list[str]:
         who = t.skill or "llm"
         lines.append(f"  {t.ttfa_client_ms:>6.0f} ms {t.conversation}#{t.turn} ({who}, "
                      f"verdict {verdict}): lag={lag} {stamps}")
-    return lines
+    return lines + _withheld(withheld)
 
 
 def report(results: list[QualityResult], out: Path) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from app.bench.quality_report import (
     load_table,
     report,
     slow_turns,
+    wrong_turns,
     summarise,
     table,
     useful,
@@ -125,6 +126,16 @@ def test_a_slow_turn_shows_where_its_time_went() -> None:
     lines = slow_turns(QualityResult("r", [], turns=[_turn(True, ttfa=900), slow]))
     assert lines == ["    1400 ms c#1 (llm, verdict -3.2): lag=80 endpoint=1000 asr_final=150 "
                      "first_clause=800 ttfa_server=1100"]
+
+
+def test_blind_turns_are_counted_but_never_shown() -> None:
+    """The blind split is read as figures only: its wrong and slow turns are not printed."""
+    seen, blind = _turn(False, ttfa=1400), _turn(False, ttfa=1500)
+    blind.blind = True
+    result = QualityResult("r", [], turns=[seen, blind])
+    for lines in (wrong_turns(result), slow_turns(result)):
+        assert len(lines) == 2 and lines[-1] == "  … and 1 blind turns, not shown"
+        assert "c#1" in lines[0]
 
 
 def test_the_load_table_shows_pooled_ttfa_and_the_share_of_turns_degraded() -> None:
