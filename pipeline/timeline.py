@@ -15,12 +15,17 @@ now = time.monotonic
 SPEECH_END = "speech_end"
 ENDPOINT = "endpoint"
 ASR_FINAL = "asr_final"
+VERDICT = "verdict"
+"""The turn detector's verdict is in (turns it judged)."""
+LLM_START = "llm_start"
+"""The LLM worker took the reply: the wait before it is the queue's (LLM turns)."""
 TTFT = "ttft"
 FIRST_CLAUSE = "first_clause"
 TTFA_SERVER = "ttfa_server"
 TTFA_BROWSER = "ttfa_browser"
 TTUA = "ttua"
-METRICS = (ENDPOINT, ASR_FINAL, TTFT, FIRST_CLAUSE, TTFA_SERVER, TTFA_BROWSER, TTUA)
+METRICS = (ENDPOINT, ASR_FINAL, VERDICT, LLM_START, TTFT, FIRST_CLAUSE, TTFA_SERVER, TTFA_BROWSER,
+           TTUA)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 
 // The timeline's stamps, in pipeline order (pipeline/timeline.py METRICS).
 const STAGES = {
-  endpoint: "endpoint", asr_final: "ASR final", ttft: "TTFT", first_clause: "first clause",
+  endpoint: "endpoint", asr_final: "ASR final", verdict: "verdict", llm_start: "LLM start",
+  ttft: "TTFT", first_clause: "first clause",
   ttfa_server: "TTFA server", ttfa_browser: "TTFA browser", ttua: "TTUA",
 };
 const MAX_TURNS = 50;

@@ -240,7 +240,7 @@ def _withheld(count: int) -> list[str]:
     return [f"  … and {count} blind turns, not shown"] if count else []
 
 
-_STAGES = ("endpoint", "asr_final", "ttft", "first_clause", "ttfa_server")
+_STAGES = ("endpoint", "asr_final", "verdict", "llm_start", "ttft", "first_clause", "ttfa_server")
 
 
 def slow_turns(result: QualityResult, limit_ms: float = USEFUL_MS) -> list[str]:

@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.answer.claims import NOT_DONE, claims_action
 from pipeline.answer.clauses import ClauseOptions, ClauseSplitter
@@ -34,7 +35,17 @@ from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Tr
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
-from pipeline.timeline import ASR_FINAL, FIRST_CLAUSE, TTFA_SERVER, TTFT, TTUA, Timeline, now
+from pipeline.timeline import (
+    ASR_FINAL,
+    FIRST_CLAUSE,
+    LLM_START,
+    TTFA_SERVER,
+    TTFT,
+    TTUA,
+    VERDICT,
+    Timeline,
+    now,
+)
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +216,7 @@ class Reply:
         except Exception:  # the endpoint falls back to punctuation; the reply goes on
             log.exception("turn detector failed")
         self.judging = False
+        self.timeline.stamp(VERDICT)
         self._verdict_in.set()
 
     async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
@@ -263,8 +275,13 @@ class Reply:
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
                       splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
                       budget: int, *, plain: bool = False) -> None:
-        reply = functools.partial(self.models.responder.reply, plain=True) if plain \
+        respond = functools.partial(self.models.responder.reply, plain=True) if plain \
             else self.models.responder.reply
+
+        def reply(*args: Any) -> Iterator[str]:
+            self.timeline.stamp(LLM_START)  # on the LLM worker: its queue is behind us
+            return respond(*args)
+
         stream = self.models.llm_worker.stream(
             reply, history, self.transcript, draft, priority=self.priority, gate=self._llm_gate,
         )
