@@ -120,6 +120,9 @@ LEVERS: tuple[Lever, ...] = (
            ablate=False, help="add prompt-lookup drafts (slower for chat on CPU)"),
     Setting(name="draft-model", flag="--draft-model", metavar="GGUF", sets="llm.draft_model",
             help="a smaller model with the LLM's vocabulary drafts every reply"),
+    Switch(name="llm-tools", flag="--no-llm-tools", sets={"llm.tools": False}, ablate=False,
+           help="do not offer the skills to the LLM as tools (the skills still answer what"
+           " they recognise; the LLM only talks)"),
     Switch(name="tts-cache", flag="--no-tts-cache", sets={"engine.tts_cache": False}, ablate=False,
            help="synthesize a clause again even when it was spoken before (no audio cache)"),
     Switch(name="tts-stream", flag="--no-tts-stream", sets={"tts.stream": False},
