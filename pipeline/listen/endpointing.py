@@ -51,6 +51,14 @@ class EndpointOptions:
             raise ValueError("turn thresholds must satisfy unfinished_logprob ≤ done_logprob ≤ 0")
 
 
+def trails_off(transcript: str) -> bool:
+    """Whether the words stop where a sentence cannot ("…for", "…and,"): no verdict on how
+    the turn sounded overrides that."""
+    text = transcript.strip()
+    words = _WORD.findall(text.lower())
+    return bool(words) and (text.endswith((",", "-", "—", "…", "...")) or words[-1] in _TRAILING_WORDS)
+
+
 def endpoint_silence_ms(
     transcript: str, default_ms: int, options: EndpointOptions, *,
     done_logprob: float | None = None, verdict_pending: bool = False,

@@ -13,7 +13,7 @@ from pipeline.answer.model_calls import Models
 from pipeline.compute.workers import CpuLock
 from pipeline.conversation_events import Transcript
 from pipeline.events import Pcm
-from pipeline.listen.endpointing import EndpointOptions, endpoint_silence_ms
+from pipeline.listen.endpointing import EndpointOptions, endpoint_silence_ms, trails_off
 from pipeline.listen.turn_detector import normalise
 from pipeline.skills import SkillContext, SkillReply, Skills
 from pipeline.speaker import Speaker
@@ -55,6 +55,15 @@ def test_a_statement_waits_longer_than_a_question(transcript: str) -> None:
 )
 def test_a_transcript_that_trails_off_waits_longer(transcript: str) -> None:
     assert endpoint_silence_ms(transcript, 500, OPTIONS) == 900
+
+
+@pytest.mark.parametrize(("transcript", "trails"), [
+    ("Set a timer for.", True), ("Add eggs and,", True), ("Remind me to buy…", True),
+    ("Set a timer for ten minutes.", False), ("What is the capital of Spain?", False), ("", False),
+])
+def test_words_that_stop_on_a_trailing_word_or_comma_trail_off(transcript: str,
+                                                                trails: bool) -> None:
+    assert trails_off(transcript) is trails
 
 
 def test_no_transcript_or_no_punctuation_keeps_the_default() -> None:
