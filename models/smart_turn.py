@@ -28,9 +28,8 @@ _NORM_EPS = 1e-7
 @dataclass(frozen=True, kw_only=True)
 class SmartTurnOptions:
     threads: int = 1
-    """onnxruntime intra-op threads. Measured on the 2-core box under load (`python -m
-    app.bench.turn_audio`): median 39-42 ms, p95 ~98 ms with one; 51-64 ms, p95 131-144
-    ms with two (they contend with everything else)."""
+    """onnxruntime intra-op threads (default 1; the timings per thread count are in
+    docs/turn_audio.md)."""
 
 
 def log_mel(audio: np.ndarray) -> np.ndarray:

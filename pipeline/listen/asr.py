@@ -49,8 +49,8 @@ class AsrOptions:
 
     windows_s: tuple[int, ...] = (10, 20, 30)
     """Encoder windows to choose from (seconds); the smallest that holds the audio wins."""
-    beam_size: int = 1
-    """1 = greedy, fastest; 5 is Whisper's reference setting, ~2x slower on CPU."""
+    beam_size: int = 3
+    """Beam width, 1-10 (default 3; 1 = greedy, fastest)."""
     noisy_beam_size: int = 1
     """The noisy-room ear's beam width (models.load: a sturdier Whisper for streams whose
     room is noisy); default 1, greedy."""

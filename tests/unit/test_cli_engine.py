@@ -25,9 +25,9 @@ def test_a_thread_count_is_given_to_the_llm_as_is() -> None:
 
 
 def test_the_beam_width_reaches_the_asr_options() -> None:
-    assert _settings().asr.beam_size == 1
+    assert _settings().asr.beam_size == 3
     assert _settings("--asr-beam", "1").asr.beam_size == 1
-    assert _settings("--asr-beam", "3").asr.beam_size == 3
+    assert _settings("--asr-beam", "5").asr.beam_size == 5
 
 
 def test_a_beam_width_out_of_range_is_a_usage_error_naming_the_flag() -> None:
@@ -39,8 +39,8 @@ def test_a_beam_width_out_of_range_is_a_usage_error_naming_the_flag() -> None:
 
 
 def test_the_noisy_room_ears_beam_is_its_own() -> None:
-    asr = _settings("--noisy-asr-beam", "3").asr
-    assert (asr.beam_size, asr.noisy_beam_size) == (1, 3)
+    asr = _settings("--noisy-asr-beam", "4").asr
+    assert (asr.beam_size, asr.noisy_beam_size) == (3, 4)
     assert _settings().asr.noisy_beam_size == 1
 
 
