@@ -341,7 +341,7 @@ class Conversation:
         return endpoint_silence_ms(reply.transcript, default, self.options.endpoint,
                                    done_logprob=reply.done_logprob,
                                    verdict_pending=reply.judging,
-                                   request_complete=skill is not None and not skill.asks)
+                                   request_complete=skill is not None and skill.whole_request)
 
     def llm_history(self) -> list[Message]:
         """What the next reply's LLM will read of the history (pipeline.answer.integrity): idle

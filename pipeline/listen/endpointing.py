@@ -104,7 +104,7 @@ def endpoint_silence_ms(
         if done_logprob <= options.unfinished_logprob:
             return options.trailing_ms
         # Unsure, but Whisper heard a question: short questions score here ("What is
-        # gravity?" −12.6), the paused questions' fragments below (docs/latency.md).
+        # gravity?" -12.6), the paused questions' fragments below (docs/latency.md).
         if text.endswith("?"):
             return max(options.complete_ms, min(options.question_ms, options.statement_ms))
         return options.statement_ms

@@ -69,6 +69,13 @@ class SkillReply:
         you? You can say …"): the request was not whole, so the user may still be going on."""
         return "?" in self.text
 
+    @property
+    def whole_request(self) -> bool:
+        """The words were understood as a whole request, so the turn may end early: not
+        when the reply asks back, nor for a refusal, which a topic word alone brings on
+        ("What is the weather like | in Paris?" was cut at its pause)."""
+        return not self.asks and not self.refusal
+
 
 @dataclass(frozen=True)
 class SkillContext:

@@ -173,7 +173,8 @@ class _Answer:
         self.text = text
 
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
-        return SkillReply(self.text, self.name)
+        refusal = self.text.startswith("I can't")
+        return SkillReply(self.text, "offline" if refusal else self.name, refusal=refusal)
 
 
 def _ordered_models(workers: Workers, order: list[str], pieces: list[str]) -> Models:
@@ -302,13 +303,15 @@ def test_a_request_a_skill_answers_whole_ends_the_turn_as_a_finished_one(
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize(("reply", "expected"),
                          [("The pasta timer is cancelled.", 100), ("Which timer?", 600),
-                          ("When should I remind you? You can say: at six.", 600)])
+                          ("When should I remind you? You can say: at six.", 600),
+                          ("I can't check the weather: I work offline.", 600)])
 async def test_a_skills_whole_answer_ends_the_turn_without_the_detectors_long_wait(
     workers: Workers, reply: str, expected: int,
 ) -> None:
     """The detector scores the request as unfinished (-18: the trailing wait), but a
     skill answers it whole: the turn ends after complete_ms; a skill asking back ("Which
-    timer?") does not shorten the wait."""
+    timer?") does not shorten the wait, nor a refusal (a topic word brings it on: "What is
+    the weather like | in Paris?" was cut at its pause)."""
     models = workers.models(FakeTranscriber("Cancel the pasta timer."), FakeResponder(["x"]),
                             FakeSynthesizer(), FakeDetector({"Cancel the pasta timer.": -18.0}))
     conv, _ = conversation(models, Speaker(), endpoint=EndpointOptions(

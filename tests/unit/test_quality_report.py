@@ -14,10 +14,10 @@ from app.bench.quality_report import (
     load_table,
     report,
     slow_turns,
-    wrong_turns,
     summarise,
     table,
     useful,
+    wrong_turns,
 )
 from pipeline.quality import TurnScore
 
