@@ -32,9 +32,6 @@ class EndpointOptions:
     statement_ms: int = 1000
     """Silence that ends a turn ending in "." and one the turn detector is unsure of or
     has not judged yet (default 1000)."""
-    question_ms: int = 600
-    """Silence that ends a turn Whisper closed with "?" and the turn detector is unsure of
-    (between the two thresholds; default 600, kept within complete_ms … statement_ms)."""
     trailing_ms: int = 1200
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
@@ -50,8 +47,6 @@ class EndpointOptions:
             raise ValueError(
                 "endpoint bounds must satisfy 0 < complete_ms ≤ statement_ms ≤ trailing_ms"
             )
-        if self.question_ms <= 0:
-            raise ValueError(f"question_ms must be > 0, got {self.question_ms}")
         if not self.unfinished_logprob <= self.done_logprob <= 0:
             raise ValueError("turn thresholds must satisfy unfinished_logprob ≤ done_logprob ≤ 0")
 
@@ -103,10 +98,6 @@ def endpoint_silence_ms(
             return options.complete_ms
         if done_logprob <= options.unfinished_logprob:
             return options.trailing_ms
-        # Unsure, but Whisper heard a question: short questions score here ("What is
-        # gravity?" -12.6), the paused questions' fragments below (docs/latency.md).
-        if text.endswith("?"):
-            return max(options.complete_ms, min(options.question_ms, options.statement_ms))
         return options.statement_ms
     if verdict_pending:
         return max(default_ms, options.statement_ms)

@@ -266,9 +266,7 @@ async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) ->
         ("What is the capital?", -23.3, 900),  # a fragment Whisper punctuated: wait
         ("Set a timer for ten minutes.", -6.1, 200),  # a finished statement: no 700 ms wait
         ("play some jazz music", -4.0, 200),
-        ("What time is it?", -14.0, 600),  # unsure, but heard as a question: question_ms
-        ("It is cold today.", -14.0, 700),  # unsure, a statement: the statement wait
-        ("What time does the pharmacy?", -16.6, 900),  # a fragment heard as a question
+        ("What time is it?", -14.0, 700),  # unsure: the middle band
         ("What is the weather like", -2.0, 900),  # a trailing word Whisper left open wins
         # A closed sentence ending in one: the detector decides (real scores).
         ("Send a message to all of you.", -11.8, 700),
