@@ -15,7 +15,7 @@ from models.shared_llm import END, SharedLlama
 from pipeline.answer.drafts import TextDraft
 from pipeline.answer.llm import LlmOptions, Message
 from pipeline.compute.batching import Job
-from pipeline.compute.workers import current_priority
+from pipeline.compute.workers import current_gate, current_priority
 
 
 class SeqResponder(LlamaResponder):
@@ -41,7 +41,8 @@ class SeqResponder(LlamaResponder):
         drafts = [TextDraft("expected_reply", self._draft_tokens(draft))] \
             if draft and self.options.drafts else []
         job = self.shared.submit(Job(
-            key=self.key, prompt=tokens, priority=current_priority(), generate=True,
+            key=self.key, prompt=tokens, priority=current_priority(), gate=current_gate(),
+            generate=True,
             max_tokens=self.options.max_tokens, penalty=self.options.repeat_penalty,
             bias=self._no_calls() if plain and self.tools else None, drafts=drafts,
             margins=[] if self.traces is not None else None))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.compute.workers import Priority
+from pipeline.compute.workers import Gate, Priority
 
 DEADLINE_S = {Priority.CONFIRMED: 0.8, Priority.SPECULATIVE: 1.5, Priority.BACKGROUND: 5.0}
 """How soon a job of each class should be done, from when it is asked: a confirmed turn's
@@ -67,6 +67,9 @@ class Job:
     drafts: Sequence[object] = ()
     """Draft sources (pipeline.answer.drafts.DraftSource) whose proposals are verified in the
     same step as the reply's next token."""
+    gate: Gate | None = None
+    """While closed, the job is not stepped: its reply's first clause is being spoken and
+    the CPU is the speech's (pipeline.answer.reply), not spent decoding ahead."""
     deadline: float = 0.0
     arrival: int = field(default_factory=lambda: next(_arrivals))
     pending: list[int] = field(default_factory=list)
@@ -126,6 +129,8 @@ def plan(jobs: Sequence[Job], budget: int, chunk: int = PREFILL_CHUNK) -> list[P
     used = 0
     decoding_others = any(j.decoding for j in live)
     for job in live:
+        if job.gate is not None and not job.gate.is_open:
+            continue  # its first audio is being made: the CPU is the speech's
         if job.priority == Priority.BACKGROUND and classes - {Priority.BACKGROUND}:
             continue  # background work runs only when nothing else waits
         if job.priority == Priority.SPECULATIVE and confirmed >= SPECULATION_LIMIT:

@@ -56,6 +56,12 @@ def current_priority() -> Priority:
     return getattr(_local, "priority", Priority.CONFIRMED)
 
 
+def current_gate() -> Gate | None:
+    """The gate of the stream this thread is running (None outside one): a model that
+    decodes ahead on a thread of its own (models/shared_llm.py) pauses while it is closed."""
+    return getattr(_local, "gate", None)
+
+
 _STOP = _Job[Any](priority=1 << 30, seq=1 << 62, run=lambda _c: None)
 _DONE = object()
 
@@ -122,7 +128,7 @@ class ModelWorker:
         future: asyncio.Future[T] = loop.create_future()
 
         def run(cancelled: threading.Event) -> None:
-            _local.priority = priority
+            _local.priority, _local.gate = priority, None
             try:
                 with self._hold(priority):
                     if cancelled.is_set():
@@ -159,7 +165,7 @@ class ModelWorker:
         def run(cancelled: threading.Event) -> None:
             if cancelled.is_set():
                 return
-            _local.priority = priority
+            _local.priority, _local.gate = priority, gate
             generator = make(*args)
             try:
                 while True:
@@ -264,10 +270,17 @@ class Gate:
     def __init__(self, timeout_s: float = 1.0) -> None:
         self._open = threading.Event()
         self._open.set()
+        self._closed_at = 0.0
         self.timeout_s = timeout_s
 
     def close(self) -> None:
+        self._closed_at = time.monotonic()
         self._open.clear()
+
+    @property
+    def is_open(self) -> bool:
+        """Open, or closed for longer than the timeout (as a waiter would go on)."""
+        return self._open.is_set() or time.monotonic() - self._closed_at >= self.timeout_s
 
     def open(self) -> None:
         self._open.set()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.compute.batching import MAX_AHEAD, PREFILL_CHUNK, SPECULATION_LIMIT, Job, choose, plan
-from pipeline.compute.workers import Priority
+from pipeline.compute.workers import Gate, Priority
 
 
 def decoding(key: int, priority: Priority = Priority.CONFIRMED, deadline: float = 10.0) -> Job:
@@ -58,6 +58,29 @@ def test_a_reply_whose_reader_is_behind_sits_out() -> None:
     assert keys([slow, other]) == [2]
     slow.out.get()
     assert keys([slow, other]) == [1, 2]
+
+
+def test_a_reply_whose_first_clause_is_being_spoken_sits_out_till_its_gate_opens() -> None:
+    """Reply closes its LLM gate once clause 1 is written, till clause 1's first audio:
+    meanwhile the shared engine must not decode ahead for it (MAX_AHEAD tokens, ~40 ms
+    each on 2 cores, taken from the speech's first audio)."""
+    gate = Gate(timeout_s=60)
+    spoken, other = decoding(1), decoding(2)
+    spoken.gate = gate
+    assert keys([spoken, other]) == [1, 2]
+    gate.close()
+    assert keys([spoken, other]) == [2]
+    gate.open()
+    assert keys([spoken, other]) == [1, 2]
+
+
+def test_a_gate_left_closed_lets_its_reply_go_on_after_the_timeout() -> None:
+    gate = Gate(timeout_s=0.0)
+    gate.close()
+    assert gate.is_open
+    job = decoding(1)
+    job.gate = gate
+    assert keys([job]) == [1]
 
 
 def test_a_long_prompt_is_read_in_chunks_beside_replies_being_decoded() -> None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.compute.workers import CpuLock, ModelWorker, Priority
+from pipeline.compute import workers as compute
+from pipeline.compute.workers import CpuLock, ModelWorker, Priority, current_gate
 from tests.fakes import Workers, until
 
 pytestmark = pytest.mark.timeout(10)
@@ -107,6 +108,24 @@ async def test_stream_yields_the_items_of_a_generator_run_in_the_worker_thread(
     assert items == [0, 1, 2, 3, 4]
     assert set(threads) == {"apace-tts"}
     assert threading.current_thread().name not in threads
+
+
+async def test_a_streams_gate_is_known_in_its_thread_and_not_in_the_next_job(
+    workers: Workers,
+) -> None:
+    """A model that decodes ahead on a thread of its own reads the stream's gate there
+    (models/shared_responder.py): the job after it must not see it."""
+    worker, gate = workers("llm"), compute.Gate()
+    seen: list[compute.Gate | None] = []
+
+    def gated() -> Iterator[int]:
+        seen.append(current_gate())
+        yield 1
+
+    assert [i async for i in worker.stream(gated, gate=gate)] == [1]
+    await worker.run(lambda: seen.append(current_gate()))
+    assert [i async for i in worker.stream(gated)] == [1]
+    assert seen == [gate, None, None]
 
 
 async def test_stream_raises_the_generator_error_after_its_earlier_items(
