@@ -183,6 +183,10 @@ class WhisperTranscriber:
         no_speech = result.no_speech_prob
         if biased:
             silent = no_speech > self.options.bias_no_speech_threshold
+        elif self.options.beam_size > 1:
+            # A beam finds a confident hallucination ("Thank you." on a fan's noise, at
+            # no-speech p 0.95): its log-prob says nothing, as under a prompt.
+            silent = no_speech > self.options.no_speech_threshold
         else:
             silent = (no_speech > self.options.no_speech_threshold
                       and log_prob < self.options.log_prob_threshold)
