@@ -47,6 +47,9 @@ EARLY_MARGIN_DB = 18.0
 EARLY_MIN_FRAMES = 3
 """Before the room is known, a start must stand this far above the quietest tenth of the
 frames heard so far (at least this many)."""
+EARLY_FRAMES_KEPT = 1500
+"""How many of those frames are kept (30 s, the longest utterance): all of them, so a long
+first utterance is still measured against the quiet before it, not against its own words."""
 QUIET_DB = -50.0
 """A stream whose frames so far were typically this quiet has no talk in its room."""
 
@@ -105,7 +108,7 @@ class Room:
         self.noisy = NoisyRoom()
         """Whether to hear this stream with the noisy-room ear (where there is one)."""
         self._idle: deque[tuple[float, float] | None] = deque(maxlen=IDLE_WAIT_FRAMES)
-        self._early: deque[float] = deque(maxlen=50)
+        self._early: deque[float] = deque(maxlen=EARLY_FRAMES_KEPT)
         self._early_idle: deque[float] = deque(maxlen=50)
         """The same, while nobody had the floor: how quiet the stream was before a voice."""
         self._since = 1 << 30

@@ -78,6 +78,22 @@ UNITS = (
          said=r"(?:degrees? )?(?:celsius|celcius|centigrade)|degrees? c"),
     Unit(pint="kelvin", one="kelvin", many="kelvin", measures=_TEMPERATURE,
          said=r"(?:degrees? )?kelvins?"),
+    # Time: "how many days are in a week", "how many minutes in 2 hours". A year is the
+    # calendar's 365 days (pint's "year" is the Julian 365.25), a month a twelfth of it
+    # (`registry` defines them).
+    Unit(pint="second", one="second", many="seconds", measures="time", said=r"seconds?|secs?"),
+    Unit(pint="minute", one="minute", many="minutes", measures="time", said=r"minutes?|mins?"),
+    Unit(pint="hour", one="hour", many="hours", measures="time", said=r"hours?|hrs?"),
+    Unit(pint="day", one="day", many="days", measures="time", said=r"days?"),
+    Unit(pint="week", one="week", many="weeks", measures="time", said=r"weeks?"),
+    Unit(pint="fortnight", one="fortnight", many="fortnights", measures="time",
+         said=r"fortnights?"),
+    Unit(pint="calendar_month", one="month", many="months", measures="time",
+         said=r"months?"),
+    Unit(pint="calendar_year", one="year", many="years", measures="time", said=r"years?"),
+    Unit(pint="calendar_decade", one="decade", many="decades", measures="time", said=r"decades?"),
+    Unit(pint="calendar_century", one="century", many="centuries", measures="time",
+         said=r"century|centuries"),
     Unit(pint="mph", one="mile per hour", many="miles per hour", measures="speed",
          said=r"miles? (?:per|an|a) hour|mph"),
     Unit(pint="km/h", one="kilometer per hour", many="kilometers per hour", measures="speed",
@@ -88,7 +104,7 @@ UNITS = (
 _DEGREES = "degrees"
 """A bare "degrees": the scale is the one the request converts to the other of."""
 _MEASURE_WORDS = {"distance": "distance", "weight": "weight", "volume": "volume",
-                  _TEMPERATURE: "temperature", "speed": "speed"}
+                  _TEMPERATURE: "temperature", "speed": "speed", "time": "time"}
 
 
 def _unit_group(name: str) -> str:
@@ -136,11 +152,16 @@ def registry() -> pint.UnitRegistry[float]:
     ~20 µs. `ConvertSkill.warm` does it at start-up, off the first conversion's path."""
     import pint
 
-    return pint.UnitRegistry()
+    units: pint.UnitRegistry[float] = pint.UnitRegistry()
+    units.define("calendar_year = 365 * day")
+    units.define("calendar_month = calendar_year / 12")
+    units.define("calendar_decade = 10 * calendar_year")
+    units.define("calendar_century = 100 * calendar_year")
+    return units
 
 
 class ConvertSkill:
-    """Cooking, weight, distance, temperature, volume and speed conversions."""
+    """Cooking, weight, distance, temperature, volume, speed and time conversions."""
 
     name = "convert"
 

@@ -80,6 +80,21 @@ def test_before_the_room_has_been_heard_a_voice_must_rise_out_of_a_pause() -> No
     assert talking.judge(noise(-20), clock(), True, in_utterance=False).confirmed
 
 
+def test_a_long_first_utterance_is_measured_against_the_quiet_before_it() -> None:
+    """A file or a satellite that speaks half a second in: the room is not known yet, so a
+    frame goes on by rising out of the quietest of what was heard. After a second of words
+    that quietest is still the silence before them, not the words' own soft parts (which
+    sit 15 dB under the vowels): the question's loud last word ("... in a week") goes on
+    instead of being cut as the room (the turn's transcript was "in a...")."""
+    room, clock = Room(stream=Stream(speech_at_once=True, hears_us=False)), Clock()
+    for _ in range(25):
+        room.judge(noise(-100), clock(), False, in_utterance=False)
+    words = np.tile([-25.0, -25.0, -28.0, -40.0], 20)  # 1.6 s: vowels and soft consonants
+    heard = [room.judge(noise(float(level)), clock(), True, in_utterance=True) for level in words]
+    assert all(h.voiced for h in heard[-12:])
+    assert heard[-4].confirmed
+
+
 def test_a_start_must_come_near_the_users_learned_level_but_a_resume_need_not() -> None:
     """Talk from across the room is 15 dB under the user; the user's quiet last word is not
     a new talker."""

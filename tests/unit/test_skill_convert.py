@@ -50,6 +50,25 @@ def test_cooking_and_volume_use_us_customary_cups(transcript: str, spoken: str) 
 
 
 @pytest.mark.parametrize(("transcript", "spoken"), [
+    ("How many days are there in a week?", "1 week is 7 days."),
+    ("how many seconds in an hour", "1 hour is 3600 seconds."),
+    ("how many minutes are in 2 and a half hours", "Two and a half hours is 150 minutes."),
+    ("convert 90 seconds to minutes", "90 seconds is one and a half minutes."),
+    ("how many days are in a year", "1 year is 365 days."),
+    ("how many weeks are in a year", "1 year is about 52 weeks."),
+    ("how many months in a year", "1 year is 12 months."),
+    ("how many years in a century", "1 century is 100 years."),
+])
+def test_time_spans_use_the_calendars_year(transcript: str, spoken: str) -> None:
+    assert ask(transcript) == spoken
+
+
+def test_a_time_is_not_a_distance() -> None:
+    assert ask("how many miles in an hour") == (
+        "I can't convert hours to miles: hours measure time and miles measure distance.")
+
+
+@pytest.mark.parametrize(("transcript", "spoken"), [
     ("how many ounces in a pound", "1 pound is 16 ounces."),
     ("how much is 5 pounds in kilograms", "5 pounds is about 2.3 kilograms."),
     ("convert 2 kilos to pounds", "2 kilograms is about 4.4 pounds."),
