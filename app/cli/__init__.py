@@ -17,6 +17,7 @@ from app.cli.cluster import cluster_parser
 from app.cli.doctor import doctor_flags
 from app.cli.engine import engine_flags, model_flags, settings_from
 from app.cli.errors import UsageError
+from app.observe import logs
 from app.transports.flags import wyoming_flags
 from models.catalog import TIERS, Tier, store_dir
 from models.list_store import ListStoreError
@@ -25,19 +26,15 @@ from models.wav_files import AudioError, write_wav
 from pipeline.timeline import METRICS
 
 log = logging.getLogger("apace")
-OWN_LOGGERS = ("apace", "app", "pipeline", "models")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose > 1 else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=logging.DEBUG if args.verbose > 1 else logging.WARNING,
+                        format=logs.FORMAT)
     if args.verbose:  # -v: apace's own debug log; -vv: the libraries' too (aiortc's is loud)
-        for name in OWN_LOGGERS:
-            logging.getLogger(name).setLevel(logging.DEBUG)
+        logs.set_own_level(logging.DEBUG)
     # The GPU environment's CUDA libraries, before anything imports an engine (models.cuda_libs;
     # none in a CPU environment).
     from models import cuda_libs

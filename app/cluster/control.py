@@ -18,6 +18,7 @@ from typing import Any
 from app.cluster.listeners import Endpoints, ListenerOptions
 from app.cluster.node import NodeServer
 from app.cluster.placement import Placement
+from app.observe.logs import NODE_LEVEL_ENV, own_level
 from app.server import ServerOptions
 from pipeline.engine import Engine
 
@@ -127,7 +128,9 @@ class Supervisor:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
             # Ray sets OMP_NUM_THREADS=1 in an actor that asks for no CPU; the node's models
             # take turns on every CPU Ray may schedule there (OpenMP libraries read it).
-            runtime_env={"env_vars": {"OMP_NUM_THREADS": str(cpus)}},
+            # Its log (Ray's worker log files) at the level apace's own loggers have here.
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": str(cpus),
+                                      NODE_LEVEL_ENV: own_level()}},
         ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback,
                   listeners=listeners)
         try:

@@ -21,6 +21,7 @@ from typing import Any
 
 from app.cluster.listeners import Endpoints, ListenerOptions, NodeListeners
 from app.cluster.placement import NodeReport
+from app.observe.logs import log_like_the_ingress
 from app.observe.metrics import ttfa_ms
 from app.security.limits import Refused
 from app.server import ServerOptions, Sessions, answer_offer, parse_offer
@@ -46,6 +47,7 @@ class NodeServer:
     def __init__(self, node: str, make_engine: Callable[[], Engine], options: ServerOptions,
                  placement: Any = None, *, loopback: bool = False,
                  listeners: ListenerOptions | None = None) -> None:
+        log_like_the_ingress()
         self.node = node
         self.options = options
         self._make_engine = make_engine

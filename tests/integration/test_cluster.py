@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -21,6 +23,7 @@ import numpy as np
 import pytest
 
 from app.cluster.ingress import Cluster as Ingress
+from app.observe.logs import set_own_level
 from app.process import REPO, free_port
 from app.serve import use_loopback_candidates
 from app.server import ServerOptions
@@ -87,6 +90,7 @@ def cluster() -> Iterator[tuple[Any, list[Any], IngressThread]]:
                for _ in range(2)]
     ray.init(address=head.address, namespace="apace", log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    set_own_level(logging.INFO)  # the nodes log at INFO too: `_explain` shows their tails
     ingress = IngressThread(ServerOptions(max_sessions=2, admit_by_load=False,
                                           idle_timeout_s=3.0))
     try:
@@ -96,9 +100,22 @@ def cluster() -> Iterator[tuple[Any, list[Any], IngressThread]]:
         assert len(ingress.nodes()) == 2, "the node actors did not start"
         yield head, workers, ingress
     finally:
+        set_own_level(logging.NOTSET)
         ingress.stop()
         ray.shutdown()
         head.shutdown()
+
+
+def _explain(events: list[dict[str, Any]], since: float, head: Any) -> str:
+    """Why no turn came: the events received (ms after the end of speech) and the last lines
+    each node logged (Ray's worker log files)."""
+    lines = ["no turn within 60 s; events: " + ", ".join(
+        f"{e['type']}@{1000 * (e['received'] - since):.0f}" for e in events)]
+    for path in sorted(Path(head.head_node.get_logs_dir_path()).glob("worker-*.err")):
+        tail = path.read_text(errors="replace").splitlines()[-40:]
+        if any("apace" in line or " app." in line or "pipeline." in line for line in tail):
+            lines += [f"--- {path.name}", *tail]
+    return "\n".join(lines)
 
 
 def _node_of(name: str, workers: list[Any]) -> Any:
@@ -142,7 +159,10 @@ async def test_a_realtime_client_through_the_ingress_hears_a_spoken_answer(clust
     async with RealtimeClient(ingress.url) as client:  # piped to a node's own listener
         await asyncio.sleep(0.3)
         speech_end = await client.say(question, speech_end_sample(question))
-        turn = await client.wait_for("turn", timeout=60)
+        try:
+            turn = await client.wait_for("turn", timeout=60)
+        except TimeoutError:
+            pytest.fail(_explain(client.events, speech_end, _head))
         done = await client.wait_for("response.done", timeout=30)
         heard = await client.wait_for(
             "conversation.item.input_audio_transcription.completed", timeout=5)
