@@ -155,3 +155,27 @@ def test_two_hundred_answers_take_under_a_second_after_the_first() -> None:
 def test_in_misheard_as_and_still_converts() -> None:
     reply = ConvertSkill().answer(normalise("What is 100 Fahrenheit and Celsius?"), CTX)
     assert reply is not None and "38 degrees Celsius" in reply.text
+
+
+@pytest.mark.parametrize(("transcript", "spoken"), [
+    ("Is a mile longer than a kilometer?", "Yes: 1 mile is about 1.6 kilometers."),
+    ("is a kilometre longer than a mile", "No: 1 kilometer is about 0.62 miles."),
+    ("Is 90 minutes shorter than two hours?", "Yes: 90 minutes is one and a half hours."),
+    ("Which is heavier, a pound or a kilogram?",
+     "1 kilogram is heavier: 1 pound is about 0.45 kilograms."),
+    ("which is longer, a week or 100 hours", "1 week is longer: 1 week is 168 hours."),
+    ("is 60 minutes longer than an hour", "No, they're the same: 60 minutes is 1 hour."),
+    ("Is 100 degrees Fahrenheit hotter than 40 degrees Celsius?",
+     "No: 100 degrees Fahrenheit is about 38 degrees Celsius."),
+])
+def test_two_amounts_are_compared(transcript: str, spoken: str) -> None:
+    assert ask(transcript) == spoken
+
+
+@pytest.mark.parametrize("transcript", [
+    "is a pound longer than a meter",  # the comparative does not fit what is measured
+    "is a mile heavier than a kilometer",
+    "is my car faster than a bike",
+])
+def test_a_comparison_it_cannot_make_is_left_to_the_llm(transcript: str) -> None:
+    assert ask(transcript) is None
