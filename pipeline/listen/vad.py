@@ -39,14 +39,13 @@ LEVEL_DECAY_DB = 0.5
 LATE_VOICE_MS = 60
 """Voice this long after a silence onset, even if it does not resume the turn, makes a
 transcript made at the onset stale (Endpoint.voice_after_onset; the Wyoming transport
-checks the same on webrtcvad alone). Found over Wyoming: 3 of 87 questions lost their soft
-last words ("How many centimeters are in" for "... in a meter?") — the room gate had taken
-them for the room, so the turn never resumed."""
+checks the same on webrtcvad alone): soft last words the room gate doubts are still heard
+("How many centimeters are in" would lose "a meter"; docs/rooms.md)."""
 MAX_LATE_ONSETS = 3
-"""Onsets raised again in one pause when late voice stops (SilenceOnset.again), so that
-the turn is heard again while the pause goes on, not at the endpoint; after these the
-endpoint says `voice_after_onset` instead. Background talk can start and stop many times
-a second: each onset costs a transcription."""
+"""Onsets raised again in one pause when late voice stops (SilenceOnset.again), so the
+turn is heard again during the pause rather than at the endpoint; after these the endpoint
+says `voice_after_onset` instead (each onset costs a transcription, and background talk can
+start and stop many times a second)."""
 
 
 @dataclass(frozen=True, kw_only=True)
