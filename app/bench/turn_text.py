@@ -168,7 +168,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--show", type=int, default=8,
                         help="list the N lowest finished and highest fragments per formulation")
+    parser.add_argument("--only", default="",
+                        help="comma-separated formulations to score besides the plain one"
+                        f" ({', '.join(FORMULATIONS)})")
     args = parser.parse_args(argv)
+    wanted = {n.strip() for n in args.only.split(",") if n.strip()}
+    if unknown := wanted - set(FORMULATIONS):
+        parser.error(f"no formulation {', '.join(sorted(unknown))}")
     data = splits()
     texts = list(dict.fromkeys(t for s in data for t in s.finished + s.fragments))
     print("finished | fragments:", ", ".join(
@@ -178,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                        for s in data))
     budget: Budget | None = None
     for name, prompt in FORMULATIONS.items():
+        if wanted and prompt != PLAIN and name not in wanted:
+            continue
         verdicts, ms = score(prompt, texts, args.threads)
         by_text = dict(zip(texts, verdicts, strict=True))
         scored = [Scored(finished=[by_text[t] for t in s.finished],
