@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from models.turn_detector import PLAIN, PLAIN_THRESHOLDS
 from pipeline.listen.vad import VadOptions
 
 T = TypeVar("T")
@@ -106,6 +107,12 @@ LEVERS: tuple[Lever, ...] = (
            " not before the LLM reads it (a later endpoint)"),
     Switch(name="turn-detector", flag="--no-turn-detector", sets={"engine.turn_detector": False},
            help="end turns on punctuation alone (no end-of-turn model)"),
+    Switch(name="turn-stops", flag="--plain-turn-detector", ablate=False,
+           sets={"engine.turn_prompt": PLAIN,  # lower bound first: each step is validated
+                 "conversation.endpoint.unfinished_logprob": PLAIN_THRESHOLDS[1],
+                 "conversation.endpoint.done_logprob": PLAIN_THRESHOLDS[0]},
+           help="the turn detector scores log P(end of message) alone, not mixed with that"
+           " of a sentence stop (docs/turn_detector.md)"),
     Setting(name="asr-window", flag="--asr-window", metavar="S", type=int, sets="asr.windows_s",
             convert=lambda seconds: (seconds,), off_value="30",
             help="one fixed Whisper window in seconds (30 = faster-whisper's own)"),
@@ -169,6 +176,8 @@ def apply(settings: T, args: argparse.Namespace, table: Sequence[Lever] | None =
 def set_option(options: T, path: str, value: object) -> T:
     """A copy of the frozen dataclass `options` with the option at `path` (dotted) set;
     each dataclass on the way validates itself again."""
+    if options is None:  # under an option another flag turned off (--fixed-endpoint)
+        return options
     head, _, rest = path.partition(".")
     inner = set_option(getattr(options, head), rest, value) if rest else value
     result: T = dataclasses.replace(options, **{head: inner})  # type: ignore[type-var]

@@ -25,6 +25,7 @@ from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
 from models.timer_journal import TimerJournal
+from models.turn_detector import TurnPrompt
 from models.whisper import WhisperTranscriber
 from pipeline.answer.llm import LlmOptions
 from pipeline.answer.tts import TtsOptions
@@ -50,6 +51,8 @@ class EngineOptions:
     """Offer a verified reply cache's entry to the LLM as a draft (pipeline.answer.caches)."""
     turn_detector: bool = True
     """Ask a small LM whether the user has finished (pipeline.listen.turn_detector)."""
+    turn_prompt: TurnPrompt = field(default_factory=TurnPrompt)
+    """What the turn detector reads and scores (its thresholds: EndpointOptions)."""
     share_cpu: bool = True
     """Models take turns on the CPU instead of running at once (pipeline.compute.workers.CpuLock)."""
     skills: bool = True
@@ -152,7 +155,8 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
         probe.close()
     # Under the CPU lock nothing runs beside it, so it may use every core; without the
     # lock it runs beside the responder and gets one thread (two would stall both).
-    detector = (open_turn_detector(located["turn"].path, threads if options.share_cpu else 1)
+    detector = (open_turn_detector(located["turn"].path, threads if options.share_cpu else 1,
+                                   options.turn_prompt)
                 if "turn" in located else None)
     log.info("models loaded in %.1f s", time.perf_counter() - started)
     make_room = room_factory(settings.conversation.room, denoiser=options.denoiser)

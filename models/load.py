@@ -18,7 +18,7 @@ from models.piper_stream import StreamingVoice, WholeGraph, release_garbage
 from models.prompt_state import PromptState, warm_with
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
-from models.turn_detector import LlamaTurnDetector
+from models.turn_detector import LlamaTurnDetector, TurnPrompt
 from models.whisper import WhisperTranscriber
 from pipeline.answer.drafts import Drafter
 from pipeline.answer.llm import LlmOptions
@@ -185,7 +185,8 @@ def _open_draft_model(path: Path, target: Llama, options: LlmOptions) -> Llama:
     return draft
 
 
-def open_turn_detector(path: Path, threads: int) -> LlamaTurnDetector:
+def open_turn_detector(path: Path, threads: int,
+                       prompt: TurnPrompt | None = None) -> LlamaTurnDetector:
     """The end-of-turn model: its own small context over the memory-mapped weights.
 
     `threads`: all cores when it takes turns with the other models on the CPU; one when it
@@ -196,7 +197,7 @@ def open_turn_detector(path: Path, threads: int) -> LlamaTurnDetector:
     try:
         llama = Llama(str(path), n_ctx=256, n_threads=threads, n_threads_batch=threads,
                       verbose=False)
-        return LlamaTurnDetector(llama)
+        return LlamaTurnDetector(llama, prompt or TurnPrompt())
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot use {path} as the turn detector: {error}. Fix: pass a "
                          f"ChatML GGUF such as SmolLM2-135M-Instruct with --turn-model.") from None

@@ -7,8 +7,9 @@ here — the chat template's end-of-message token right after the words — is h
 LiveKit's turn detector works (a fine-tuned SmolLM2-135M); the embedded SmolLM2-135M-
 Instruct separates the two without fine-tuning, with the text lower-cased and stripped of
 punctuation (punctuation is Whisper's guess, and a trailing "?" makes any fragment look
-finished). Measured on 40 texts: complete turns score log P -1 … -14, fragments -14.4 …
--26 (see EndpointOptions for the bands used).
+finished). The score mixes that probability with the one of a sentence stop (the "?" the
+model was not shown), which tells short whole questions ("what is gravity") from fragments
+better: docs/turn_detector.md, EndpointOptions for the bands used.
 
 The llama.cpp adapter is models/turn_detector.py: a small context of its own (the
 weights are memory-mapped and shared with the responder's) that reads each check's words
@@ -25,7 +26,8 @@ class TurnDetector(Protocol):
     """Blocking: call it inside the detector's worker."""
 
     def done_logprob(self, text: str) -> float:
-        """log P(the user's turn ends after `text`): near 0 finished, very negative not."""
+        """How likely the user's turn ends after `text`, as a log probability: near 0
+        finished, very negative not."""
         ...
 
     def prefill(self, text: str) -> None:

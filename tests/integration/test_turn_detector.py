@@ -6,7 +6,7 @@ import pytest
 
 from models.load import open_turn_detector
 from models.locate import locate
-from models.turn_detector import LlamaTurnDetector
+from models.turn_detector import PLAIN, PLAIN_THRESHOLDS, LlamaTurnDetector
 from pipeline.listen.endpointing import EndpointOptions
 
 pytestmark = pytest.mark.integration
@@ -34,6 +34,22 @@ def test_finished_turns_score_above_the_done_threshold(detector: LlamaTurnDetect
 def test_fragments_score_below_the_unfinished_threshold(detector: LlamaTurnDetector) -> None:
     scores = {text: detector.done_logprob(text) for text in FRAGMENTS}
     assert all(s <= EndpointOptions().unfinished_logprob for s in scores.values()), scores
+
+
+SHORT_WHOLE = ["What is gravity?", "Who wrote Romeo and Juliet?"]
+"""Whole questions the plain formulation was unsure of (-12.6: the 1 s statement wait)."""
+
+
+def test_short_whole_questions_end_fast_where_the_plain_score_was_unsure(
+        detector: LlamaTurnDetector) -> None:
+    scores = {text: detector.done_logprob(text) for text in SHORT_WHOLE}
+    assert all(s >= EndpointOptions().done_logprob for s in scores.values()), scores
+    plain = open_turn_detector(locate("turn").path, threads=2, prompt=PLAIN)
+    try:
+        before = {text: plain.done_logprob(text) for text in SHORT_WHOLE}
+    finally:
+        plain.close()
+    assert all(PLAIN_THRESHOLDS[1] < s < PLAIN_THRESHOLDS[0] for s in before.values()), before
 
 
 def test_a_verdict_does_not_depend_on_the_checks_before_it(detector: LlamaTurnDetector) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from models.turn_detector import LlamaTurnDetector
+from models.llama_internals import CHATML
+from models.turn_detector import PLAIN, LlamaTurnDetector, TurnPrompt
 from pipeline.answer.model_calls import Models
 from pipeline.compute.workers import CpuLock
 from pipeline.conversation_events import Transcript
@@ -263,17 +264,18 @@ async def test_live_captions_are_sent_while_the_user_speaks(workers: Workers) ->
 @pytest.mark.parametrize(
     ("transcript", "done_logprob", "silence_ms"),
     [
-        ("What is the capital?", -23.3, 900),  # a fragment Whisper punctuated: wait
-        ("Set a timer for ten minutes.", -6.1, 200),  # a finished statement: no 700 ms wait
-        ("play some jazz music", -4.0, 200),
-        ("What time is it?", -14.0, 700),  # unsure: the middle band
+        ("What is the capital?", -15.9, 900),  # a fragment Whisper punctuated: wait
+        ("Set a timer for ten minutes.", -3.6, 200),  # a finished statement: no 700 ms wait
+        ("play some jazz music", -3.4, 200),
+        ("What time is it?", -8.2, 700),  # unsure: the middle band
+        ("What is gravity?", -6.6, 200),  # plain log P(end) -12.6 put it in the band
         ("What is the weather like", -2.0, 900),  # a trailing word Whisper left open wins
         # A closed sentence ending in one: the detector decides (real scores).
-        ("Send a message to all of you.", -11.8, 700),
-        ("Turn it on.", -9.5, 200),
-        ("Where are you from?", -9.6, 200),
-        ("Set a timer for.", -21.6, 900),
-        ("Can you?", -27.1, 900),
+        ("Send a message to all of you.", -8.1, 700),
+        ("Turn it on.", -5.7, 200),
+        ("Where are you from?", -5.1, 200),
+        ("Set a timer for.", -16.2, 900),
+        ("Can you?", -19.5, 900),
     ],
 )
 def test_the_turn_detectors_verdict_replaces_punctuation(
@@ -348,6 +350,50 @@ class _NotChatMl:
 def test_a_model_without_chatml_messages_cannot_be_the_turn_detector() -> None:
     with pytest.raises(ValueError, match="ChatML"):
         LlamaTurnDetector(_NotChatMl())  # type: ignore[arg-type]
+
+
+class _ByteLlama:
+    """A ChatML model whose tokens are bytes (<|im_end|> is one token): it records what
+    it reads."""
+
+    def __init__(self) -> None:
+        self.metadata = {"tokenizer.chat_template": CHATML}
+        self.read: list[int] = []
+
+    def tokenize(self, text: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
+        return [1000] if text == b"<|im_end|>" else list(text)
+
+    def n_ctx(self) -> int:
+        return 512
+
+    def reset(self) -> None:
+        self.read = []
+
+    def eval(self, tokens: list[int]) -> None:
+        self.read += tokens
+
+
+def _read_text(llama: _ByteLlama) -> str:
+    return bytes(t for t in llama.read if t < 256).decode()
+
+
+def test_the_detector_reads_its_example_exchanges_once_before_the_users_message() -> None:
+    llama = _ByteLlama()
+    LlamaTurnDetector(llama, TurnPrompt(examples=(("who wrote it", "Me."), ("hi", "Hello."))))  # type: ignore[arg-type]
+    assert _read_text(llama) == ("<|im_start|>user\nwho wrote it<|im_end|>\n<|im_start|>assistant"
+                                 "\nMe.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>"
+                                 "assistant\nHello.<|im_end|>\n<|im_start|>user\n")
+
+
+def test_the_plain_prompt_reads_no_examples() -> None:
+    llama = _ByteLlama()
+    LlamaTurnDetector(llama, PLAIN)  # type: ignore[arg-type]
+    assert _read_text(llama) == "<|im_start|>user\n"
+
+
+def test_a_stop_weight_outside_zero_to_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="stop_weight"):
+        TurnPrompt(stop_weight=1.5)
 
 
 def test_normalising_drops_case_and_punctuation_but_keeps_apostrophes() -> None:

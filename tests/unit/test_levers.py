@@ -191,3 +191,15 @@ def test_a_setting_without_its_flag_leaves_the_option_alone() -> None:
     window = next(lever for lever in LEVERS if lever.name == "asr-window")
     assert isinstance(window, Setting)
     assert window.changes(_parser().parse_args(["serve"])) == {}
+
+
+def test_the_plain_turn_detector_brings_its_own_thresholds_and_leaves_a_fixed_endpoint_alone(
+) -> None:
+    from models.turn_detector import PLAIN
+
+    plain = _settings("serve", "--plain-turn-detector")
+    assert plain.engine.turn_prompt == PLAIN
+    assert (plain.conversation.endpoint.done_logprob,
+            plain.conversation.endpoint.unfinished_logprob) == (-11.0, -15.0)
+    fixed = _settings("serve", "--fixed-endpoint", "--plain-turn-detector")
+    assert fixed.conversation.endpoint is None and fixed.engine.turn_prompt == PLAIN
