@@ -36,10 +36,8 @@ class EndpointOptions:
     """Silence that ends a turn whose transcript trails off ("…for", "…and", no stop).
     Before a transcript exists (or when it is neither), the VAD's endpoint_ms applies."""
     done_logprob: float = -6.9
-    """Turn-detector score (models/turn_detector.py: a log probability that the turn is
-    over) at or above which the turn is complete and ends after complete_ms (default -6.9:
-    the highest fragment but one of `python -m app.bench.turn_text`; -11 for the plain
-    formulation, --plain-turn-detector)."""
+    """Turn-detector score (a log probability that the turn is over) at or above which the
+    turn is complete and ends after complete_ms (default -6.9; docs/turn_detector.md)."""
     unfinished_logprob: float = -8.8
     """Turn-detector score at or below which the user is mid-sentence (trailing_ms); in
     between, statement_ms (default -8.8; -15 for the plain formulation)."""
