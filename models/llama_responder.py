@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from models import llama_internals
 from pipeline.answer.drafts import Drafter, TextDraft
 from pipeline.answer.llm import LlmOptions, Message, PromptStart, common_prefix
-from pipeline.answer.tools import TOOLS
+from pipeline.answer.tools import TOOLS, in_calls_only
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -104,15 +104,16 @@ class LlamaResponder:
                 drafter.finish(llama_internals.held(self.llama))
 
     def _no_calls(self) -> dict[int, float]:
-        """Biases that keep a tool call from starting (the same prompt, so its KV is kept):
-        the `<tool_call>` token and every token that opens a JSON object. Built once."""
+        """Biases that keep a reply in words (the same prompt, so its KV is kept): every
+        token tool calls and talk about tools are made of (`in_calls_only`), and the
+        `<tool_call>` tag; never the end of the reply. Built once (a scan of the vocabulary)."""
         if self._call_bias is None:
             llama = self.llama
-            ids = [i for i in range(llama.n_vocab())
-                   if llama.detokenize([i]).lstrip().startswith(b"{")]
-            tag = llama.tokenize(b"<tool_call>", add_bos=False, special=True)
-            self._call_bias = {i: -100.0 for i in [*ids, *tag[:1]]} if len(tag) == 1 else \
-                {i: -100.0 for i in ids}
+            ids = [i for i in range(llama.n_vocab()) if in_calls_only(llama.detokenize([i]))]
+            ids += llama.tokenize(b"<tool_call>", add_bos=False, special=True)[:1]
+            ends = {llama.token_eos(), *(t for stop in self._stop for t in llama.tokenize(
+                stop.encode(), add_bos=False, special=True))}
+            self._call_bias = {i: -100.0 for i in ids if i not in ends}
         return self._call_bias
 
     @property
