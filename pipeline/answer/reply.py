@@ -28,7 +28,7 @@ from pipeline.answer.integrity import (
 )
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
-from pipeline.answer.tools import may_be_call, may_call, request_for, without_markers
+from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
 from pipeline.compute.workers import Gate, Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
@@ -81,6 +81,9 @@ class Reply:
     skill: SkillReply | None = None
     copies: int = 0
     """Replies thrown away because they copied an earlier one (then regenerated)."""
+    passes: int = 0
+    """LLM passes made for this reply: one, unless a copy or a refused tool call made the
+    LLM answer again (each pass puts its first token after the last one's end)."""
     transcript: str | None = None
     """Heard from `audio` by the ASR worker; given (a typed turn): no ASR job at all."""
     done_logprob: float | None = None
@@ -280,6 +283,7 @@ class Reply:
 
         def reply(*args: Any) -> Iterator[str]:
             self.timeline.stamp(LLM_START)  # on the LLM worker: its queue is behind us
+            self.passes += 1
             return respond(*args)
 
         stream = self.models.llm_worker.stream(
@@ -289,6 +293,7 @@ class Reply:
         # A tool-calling LLM may answer with a call to a skill: held until it is clear.
         # (Told not to call, a small model may still write one: held then too, never said.)
         tools = self.answer_skill is not None and _uses_tools(self.models.responder)
+        transcript = self.transcript or ""
         call = "" if tools else None
         async with contextlib.aclosing(stream):
             async for piece in stream:
@@ -300,6 +305,8 @@ class Reply:
                 if call is not None:
                     call += piece
                     if may_be_call(call):
+                        if refused(call, transcript):
+                            break  # it names a tool the words cannot support: stop it now
                         continue
                     piece, call = without_markers(call), None
                 released = guard.feed(piece)

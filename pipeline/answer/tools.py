@@ -93,6 +93,40 @@ def may_call(transcript: str) -> bool:
                for patterns in _KEYWORDS.values())
 
 
+_NAMED = re.compile(r"""\bname\b["']?\s*[:=]\s*["']?([A-Za-z][\w -]*?)\s*["',>\n}]""", re.IGNORECASE)
+"""The tool a held call names, once its name is written out: JSON ('"name": "set_timer",'),
+markup ('<function name="set timer">'), or loose ('json name: set_timer,')."""
+
+
+def refused(held: str, transcript: str) -> bool:
+    """True as soon as a call being written names a tool the user's words cannot support
+    (or no tool at all): it would be refused at its end, so the rest need not be made.
+    False while the name is unwritten, or for a tool the words may support."""
+    found = _NAMED.search(held)
+    if found is None:
+        return False
+    name = re.sub(r"[\s-]+", "_", found.group(1).strip().lower())
+    said = to_digits(transcript)
+    return name not in _KEYWORDS or not all(re.search(pattern, said, re.IGNORECASE)
+                                            for pattern in _KEYWORDS[name])
+
+
+_CALL_OPENERS = (b"{", b"[", b"<", b"`")
+_TOOL_WORDS = (b"json", b"function", b"tool")
+
+
+def in_calls_only(piece: bytes) -> bool:
+    """True for a token a reply in words never needs but tool calls and talk about tools are
+    made of: one opening a JSON object or array, a tag (`<tool_call>`, '<tools>'), a code
+    fence, an identifier's underscore ('_timer'), or the words json, function(s), tool(s).
+    A reply told not to call is kept from every one: with only `{` and `<tool_call>` kept
+    out, the 0.5B wrote '```json name: set_timer' and '<tools> <function name=...' to "How
+    many days are there in a", and "The function `timer_status` returns the number of days
+    left on the timers" to the same words trailing off."""
+    text = piece.lstrip()
+    return text[:1] in _CALL_OPENERS or b"_" in piece or text.lower().startswith(_TOOL_WORDS)
+
+
 def request_for(call_text: str, transcript: str) -> str | None:
     """The plain request a tool call stands for ("set a pasta timer for 8 minutes"), or
     None when it is not a call to one of `TOOLS` that the user's words support."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -258,3 +259,60 @@ async def test_a_reply_in_other_markup_is_said_at_once_without_its_tags(workers:
     reply.answer_skill = lambda _request: None
     await run(reply, speaker)
     assert " ".join(synthesizer.texts) == "Paris is the capital."  # one pass, no tags read
+
+
+class NamingResponder(CallingResponder):
+    """Calls a timer tool in many pieces unless told to answer in words; counts the pieces
+    of the call it was asked for."""
+
+    CALL = ('{"name": ', '"set_timer"', ', "arguments": ', '{"duration": ', '"10 ', 'minutes"', '}}')
+
+    def __init__(self) -> None:
+        super().__init__(["It is ", "one hour."])
+        self.call_pieces = 0
+
+    def reply(self, history: Sequence[Message], user: str, draft: str | None = None,
+              plain: bool = False) -> Iterator[str]:
+        self.plain.append(plain)
+        if plain:
+            yield from self.words
+            return
+        for piece in self.CALL:
+            self.call_pieces += 1
+            yield piece
+            time.sleep(0.02)  # a token's time: the reply may stop the call before its end
+
+
+async def test_a_call_to_a_tool_the_words_cannot_support_is_stopped_at_its_name(
+    workers: Workers,
+) -> None:
+    """'time' in the words lets a call be believed (the time now), not a timer's: once the
+    call names set_timer the rest of it is not made, and the words are answered at once."""
+    responder = NamingResponder()
+    reply, speaker, synthesizer = make(
+        workers, responder, [], transcript="What is the time difference between London and Paris?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert responder.plain == [False, True] and reply.passes == 2
+    assert responder.call_pieces < len(NamingResponder.CALL)
+    assert reply.text == "It is one hour." and synthesizer.texts == ["It is one hour."]
+
+
+async def test_a_call_to_a_tool_the_words_may_support_is_heard_to_its_end(
+    workers: Workers,
+) -> None:
+    asked: list[str] = []
+    responder = NamingResponder()
+    reply, speaker, _ = make(workers, responder, [], transcript="Ten minutes for the eggs, please.")
+    reply.answer_skill = lambda request: asked.append(request) or None  # type: ignore[func-returns-value]
+    await run(reply, speaker)
+    assert responder.call_pieces == len(NamingResponder.CALL)
+    assert asked[-1] == "set a timer for 10 minutes"
+
+
+async def test_a_plain_answer_takes_one_llm_pass(workers: Workers) -> None:
+    responder = CallingResponder()
+    reply, speaker, _ = make(workers, responder, [], transcript="How many planets are there?")
+    reply.answer_skill = lambda _request: None
+    await run(reply, speaker)
+    assert reply.passes == 1 and reply.text == "There are 8 planets."

@@ -7,7 +7,15 @@ import json
 
 import pytest
 
-from pipeline.answer.tools import TOOLS, may_be_call, may_call, request_for, without_markers
+from pipeline.answer.tools import (
+    TOOLS,
+    in_calls_only,
+    may_be_call,
+    may_call,
+    refused,
+    request_for,
+    without_markers,
+)
 
 
 def call(tool: str, **arguments: str) -> str:
@@ -175,3 +183,35 @@ def test_a_reply_in_other_markup_is_held_only_until_its_first_tag_is_read() -> N
 ])
 def test_may_call_only_where_a_call_could_be_believed(said: str, expected: bool) -> None:
     assert may_call(said) is expected
+
+
+TIME_DIFFERENCE = "What is the time difference between London and Paris?"
+
+
+@pytest.mark.parametrize(("held", "said", "expected"), [
+    ('{"name": "set_timer"', TIME_DIFFERENCE, True),
+    ('{"name": "set_', TIME_DIFFERENCE, False),  # the name is not written out yet
+    ('{"name": "current_time", ', TIME_DIFFERENCE, False),
+    ('{"name": "set_timer", ', "Set a timer for ten minutes.", False),
+    ('<tools>\n  <function name="set timer">', "How many days are there in a", True),
+    ('```json\nname: set_timer, ', "How many days are there in a", True),
+    ('{"name": "weather", ', TIME_DIFFERENCE, True),  # no such tool
+    ('[ "set timer", "parameters":', TIME_DIFFERENCE, False),  # no name key: heard to its end
+])
+def test_a_call_is_refused_as_soon_as_it_names_a_tool_the_words_cannot_support(
+    held: str, said: str, expected: bool,
+) -> None:
+    assert refused(held, said) is expected
+
+
+@pytest.mark.parametrize("token", [b"{", b' {"', b"[", b"<tool_call>", b"<", b"```", b"`",
+                                   b" json", b"JSON", b"_timer", b" function", b"Functions",
+                                   b" tool", b" tools"])
+def test_tokens_of_calls_and_tool_talk_are_kept_from_a_reply_in_words(token: bytes) -> None:
+    assert in_calls_only(token)
+
+
+@pytest.mark.parametrize("token", [b" The", b" days", b" 365", b".", b",", b'"', b" hour",
+                                   b" Paris", b"\n", b""])
+def test_tokens_of_words_are_not(token: bytes) -> None:
+    assert not in_calls_only(token)

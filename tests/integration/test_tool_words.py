@@ -1,0 +1,93 @@
+"""With the real 0.5B (the tier that takes tools): words that hold a tool's keyword but ask
+for no tool are answered in words, in one LLM pass. Told not to call, the 0.5B wrote
+'```json name: set_timer' or '<tools> <function name="set_timer">' to "How many days are
+there in a" (heard: "Sorry, I didn't catch that." 2 s after the speech), and "The function
+timer status returns the number of days left on the timers" when the words trailed off."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from models.intents import load_recognizer
+from models.llama_responder import LlamaResponder
+from models.load import open_responder
+from models.locate import ModelError, locate
+from pipeline.answer.llm import LlmOptions
+from pipeline.answer.reply import NOT_CAUGHT, Reply
+from pipeline.answer.tools import TOOLS
+from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
+from pipeline.speaker import Speaker
+from pipeline.timeline import SPEECH_END, TTFT, Timeline, now
+from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers, play_out
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+TOOL_TALK = re.compile("|".join([r"function", r"\btools?\b", r"[{}<>`_\[\]]", *(
+    tool["function"]["name"].replace("_", "[ _]?") for tool in TOOLS)]), re.IGNORECASE)
+"""A tool's name, spaced or not, the words function and tool, and what calls are made of."""
+
+
+@pytest.fixture(scope="module")
+def responder() -> Iterator[LlamaResponder]:
+    try:
+        path = locate("llm", "qwen2.5-coder-0.5b").path
+    except ModelError as error:
+        pytest.skip(str(error))
+    opened = open_responder(path, LlmOptions())
+    assert opened.tools
+    opened.warm([])
+    yield opened
+    opened.close()
+
+
+async def ask(workers: Workers, responder: LlamaResponder, question: str) -> Reply:
+    """One committed turn through the real Reply, with the skills a conversation has."""
+    skills = default_skills(timers=Timers(), store=None, recognizer=load_recognizer())
+
+    def answer_skill(transcript: str) -> SkillReply | None:
+        ctx = SkillContext(now=datetime.now().astimezone(), monotonic=now(), transcript=transcript)
+        return skills.answer(transcript, ctx)
+
+    models = workers.models(FakeTranscriber(question), responder, FakeSynthesizer())  # type: ignore[arg-type]
+    timeline = Timeline()
+    timeline.stamp(SPEECH_END, now())
+    speaker = Speaker()
+    reply = Reply(models, speaker, [], np.zeros(16_000, np.int16), timeline, lambda _e: None,
+                  speculative=False, answer_skill=answer_skill)
+    reply.commit()
+    await play_out(speaker, asyncio.create_task(reply.run()))
+    print(f"{question!r}: {reply.text!r} (TTFT {timeline.ms(TTFT):.0f} ms, {reply.passes} pass)")
+    return reply
+
+
+@pytest.mark.parametrize("question", [
+    "How many days are there in a",
+    "How many days are there in a...",
+    "What is the time difference between London and Paris",
+    "How many minutes does it take to boil an egg",
+])
+async def test_a_tool_keyword_without_a_tool_request_is_answered_in_words_in_one_pass(
+    workers: Workers, responder: LlamaResponder, question: str,
+) -> None:
+    reply = await ask(workers, responder, question)
+    assert reply.skill is None
+    assert reply.text.strip() and reply.text != NOT_CAUGHT
+    assert not TOOL_TALK.search(reply.text), reply.text
+    assert reply.passes == 1
+
+
+def test_a_reply_told_not_to_call_can_open_no_call_and_still_end(responder: LlamaResponder) -> None:
+    llama, bias = responder.llama, responder._no_calls()
+    for opening in (b"<tool_call>", b"<tools>", b"```json", b"{", b' {"', b" json", b"_timer",
+                    b" function", b" tools"):
+        first = llama.tokenize(opening, add_bos=False, special=True)[0]
+        assert bias.get(first) == -100.0, opening
+    ends = llama.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    assert llama.token_eos() not in bias and not set(ends) & set(bias)
+    assert not any(llama.tokenize(w, add_bos=False)[0] in bias for w in (b" The", b" days", b" 365"))
