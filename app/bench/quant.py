@@ -73,11 +73,11 @@ def derive(source: Path, target: Path, kind: str, threads: int) -> float:
     return time.perf_counter() - started
 
 
-def open_llama(path: Path) -> object:
+def open_llama(path: Path, threads: int = OPTIONS.threads) -> object:
     from llama_cpp import Llama
 
-    return Llama(str(path), n_ctx=OPTIONS.n_ctx, n_threads=OPTIONS.threads,
-                 n_threads_batch=OPTIONS.threads, n_batch=512, n_ubatch=512,
+    return Llama(str(path), n_ctx=OPTIONS.n_ctx, n_threads=threads,
+                 n_threads_batch=threads, n_batch=512, n_ubatch=512,
                  flash_attn=False, verbose=False)
 
 
@@ -104,13 +104,16 @@ def prompts(llama: object) -> tuple[list[int], list[int], list[int]]:
 
 
 def time_once(llama: object, whole: list[int], start: list[int],
-              reply: list[int]) -> dict[str, float]:
-    """One measurement of each figure on `llama` (seconds, ms per token for decode)."""
+              reply: list[int], cold: bool = True) -> dict[str, float]:
+    """One measurement of each figure on `llama` (seconds, ms per token for decode);
+    `cold`: the whole first prompt too (the slowest figure, and the least asked)."""
     eval_ = llama.eval  # type: ignore[attr-defined]
-    llama.reset()  # type: ignore[attr-defined]
-    t = time.perf_counter()
-    eval_(whole)
-    cold = time.perf_counter() - t
+    figures = {}
+    if cold:
+        llama.reset()  # type: ignore[attr-defined]
+        t = time.perf_counter()
+        eval_(whole)
+        figures["prefill_cold_s"] = time.perf_counter() - t
     llama.reset()  # type: ignore[attr-defined]
     eval_(start)
     t = time.perf_counter()
@@ -121,20 +124,20 @@ def time_once(llama: object, whole: list[int], start: list[int],
         t = time.perf_counter()
         eval_([token])
         steps.append(time.perf_counter() - t)
-    return {"prefill_cold_s": cold, "prefill_new_s": new,
-            "decode_ms_per_token": 1000 * median(steps)}
+    return figures | {"prefill_new_s": new, "decode_ms_per_token": 1000 * median(steps)}
 
 
-def speed(paths: Mapping[str, Path], rounds: int) -> dict[str, dict[str, float]]:
+def speed(paths: Mapping[str, Path], rounds: int, cold: bool = True) -> dict[str, dict[str, float]]:
     """Every variant loaded at once, measured in turns, `rounds` times: medians."""
     models = {name: open_llama(path) for name, path in paths.items()}
     tokens = {name: prompts(llama) for name, llama in models.items()}
     for name, llama in models.items():  # warm: first touches of the weights, repacking
-        time_once(llama, *tokens[name])
+        time_once(llama, *tokens[name], cold=False)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in models}
     for _ in range(rounds):
         for name, llama in models.items():
-            runs[name].append(time_once(llama, *tokens[name]))
+            runs[name].append(time_once(llama, *tokens[name], cold=cold))
+            print(f"  {name}: {json.dumps(runs[name][-1])}", flush=True)
     out = {}
     for name, found in runs.items():
         whole, start, _ = tokens[name]
@@ -158,15 +161,38 @@ def load_probe(path: Path) -> dict[str, float]:
     return {"load_s": load, "rss_mib": rss / 1024}
 
 
-def loads(paths: Mapping[str, Path], rounds: int) -> dict[str, dict[str, float]]:
+def cpu_probe(path: Path) -> dict[str, float]:
+    """In a fresh process, on one thread: the CPU seconds (not wall time) the prompt and
+    a decode step cost. One thread has no partner to wait for at a barrier, so this is the
+    work itself, whatever else runs on the machine: the figure a busy box cannot blur."""
+    llama = open_llama(path, threads=1)
+    whole, start, reply = prompts(llama)
+    eval_ = llama.eval  # type: ignore[attr-defined]
+    t = time.process_time()
+    eval_(start)
+    cold = time.process_time() - t
+    t = time.process_time()
+    eval_(whole[len(start):])
+    new = time.process_time() - t
+    steps = []
+    for token in reply[:20]:
+        t = time.process_time()
+        eval_([token])
+        steps.append(time.process_time() - t)
+    return {"cpu_prefill_start_s": cold, "cpu_prefill_new_s": new,
+            "cpu_decode_ms_per_token": 1000 * median(steps)}
+
+
+def probes(flag: str, paths: Mapping[str, Path], rounds: int) -> dict[str, dict[str, float]]:
+    """`--load-probe` or `--cpu-probe` of each variant in a fresh process, in turns."""
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
     for _ in range(rounds):
         for name, path in paths.items():
-            done = subprocess.run([sys.executable, "-m", "app.bench.quant", "--load-probe",
-                                   str(path)], capture_output=True, text=True, check=True)
+            done = subprocess.run([sys.executable, "-m", "app.bench.quant", flag, str(path)],
+                                  capture_output=True, text=True, check=True)
             runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return {name: {key: median([r[key] for r in found]) for key in found[0]}
-            for name, found in runs.items()}
+            for name, found in runs.items() if found}
 
 
 def compare(answers: Mapping[str, Sequence[Mapping[str, object]]], base: str) -> dict[str, dict[str, int]]:
@@ -220,28 +246,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--load-rounds", type=int, default=3)
     parser.add_argument("--no-answers", action="store_true", help="speed only")
     parser.add_argument("--no-speed", action="store_true", help="answers only")
+    parser.add_argument("--no-cold", action="store_true",
+                        help="skip the whole first prompt's timing (~1,000 tokens a round)")
+    parser.add_argument("--variants", nargs="+", default=["q4_k_m", *DERIVED],
+                        help="which to measure (answers: each written to --out as "
+                             "answers-NAME.json; the comparison takes every such file there)")
+    parser.add_argument("--cpu-rounds", type=int, default=2,
+                        help="one-thread CPU-time rounds (0: none)")
     parser.add_argument("--load-probe", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--cpu-probe", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.load_probe is not None:
-        print(json.dumps(load_probe(args.load_probe)))
+    if args.load_probe is not None or args.cpu_probe is not None:
+        probe = load_probe(args.load_probe) if args.load_probe else cpu_probe(args.cpu_probe)
+        print(json.dumps(probe))
         return 0
     from models.locate import locate
 
     source = locate("llm", SOURCE_NAME).path
     args.out.mkdir(parents=True, exist_ok=True)
     paths = {"q4_k_m": source}
-    for kind in DERIVED:
+    for kind in [k for k in DERIVED if k in args.variants]:
         paths[kind] = derived_path(source, args.out, kind)
         took = derive(source, paths[kind], kind, OPTIONS.threads)
         print(f"{kind}: {paths[kind]}" + (f" (derived in {took:.1f} s)" if took else ""), flush=True)
+    paths = {name: path for name, path in paths.items() if name in args.variants}
     results: dict[str, object] = {
         "files": {n: {"path": str(p), "bytes": p.stat().st_size, "sha256": sha256(p)}
                   for n, p in paths.items()},
         "cpu_count": os.cpu_count()}
     if not args.no_speed:
-        speeds = speed(paths, args.rounds)
-        for name, figures in loads(paths, args.load_rounds).items():
+        speeds = speed(paths, args.rounds, not args.no_cold) if args.rounds else {name: {} for name in paths}
+        for name, figures in probes("--load-probe", paths, args.load_rounds).items():
             speeds[name] |= figures
+        if args.cpu_rounds:
+            for name, figures in probes("--cpu-probe", paths, args.cpu_rounds).items():
+                speeds[name] |= figures
         for name, path in paths.items():
             speeds[name]["file_mib"] = path.stat().st_size / 2**20
         results["speed"] = speeds
@@ -249,11 +288,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_answers:
         from app.bench.quant_answers import all_answers
 
-        answers = {n: [asdict(a) for a in all_answers(p, OPTIONS, args.out)]
-                   for n, p in paths.items()}
+        for name, path in paths.items():
+            found = [asdict(a) for a in all_answers(path, OPTIONS, args.out)]
+            (args.out / f"answers-{name}.json").write_text(json.dumps(found, indent=1))
+        answers = {p.stem.removeprefix("answers-"): json.loads(p.read_text())
+                   for p in sorted(args.out.glob("answers-*.json"))}
         results["answers"] = answers
-        results["quality"] = compare(answers, "q4_k_m")
-        print(json.dumps(results["quality"], indent=1))
+        if "q4_k_m" in answers:
+            results["quality"] = compare(answers, "q4_k_m")
+        print(json.dumps(results.get("quality"), indent=1))
     parts = "-".join(p for p, off in (("speed", args.no_speed), ("answers", args.no_answers))
                      if not off)
     written = args.out / f"quant-{parts or 'files'}.json"
