@@ -213,6 +213,26 @@ def compare(answers: Mapping[str, Sequence[Mapping[str, object]]], base: str) ->
     return out
 
 
+def differences(answers: Mapping[str, Sequence[Mapping[str, object]]], base: str) -> str:
+    """Every answer a variant wrote otherwise than `base`, with what was asked and both
+    scores (right / wrong / - for a question with no rule)."""
+    def mark(answer: Mapping[str, object] | None) -> str:
+        right = answer["right"] if answer else None
+        return "-" if right is None else "right" if right else "wrong"
+
+    ref = {a["where"]: a for a in answers[base]}
+    lines = []
+    for name, found in answers.items():
+        for a in found:
+            b = ref.get(str(a["where"]))
+            if name != base and (b is None or a["llm_text"] != b["llm_text"]):
+                lines.append(f"- {name} {a['where']} {a['question']!r}\n"
+                             f"  {base} ({mark(b)}): "
+                             f"{b['llm_text'] if b else '(a skill answered)'!r}\n"
+                             f"  {name} ({mark(a)}): {a['llm_text']!r}")
+    return "\n".join(lines)
+
+
 def table(speeds: Mapping[str, Mapping[str, float]], base: str) -> str:
     """A Markdown table of every figure, each with its ratio to `base`."""
     keys = sorted({k for figures in speeds.values() for k in figures})
@@ -253,12 +273,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "answers-NAME.json; the comparison takes every such file there)")
     parser.add_argument("--cpu-rounds", type=int, default=2,
                         help="one-thread CPU-time rounds (0: none)")
+    parser.add_argument("--report", action="store_true",
+                        help="only compare the answers-*.json files already in --out")
     parser.add_argument("--load-probe", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cpu-probe", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.load_probe is not None or args.cpu_probe is not None:
         probe = load_probe(args.load_probe) if args.load_probe else cpu_probe(args.cpu_probe)
         print(json.dumps(probe))
+        return 0
+    if args.report:
+        answers = {p.stem.removeprefix("answers-"): json.loads(p.read_text())
+                   for p in sorted(args.out.glob("answers-*.json"))}
+        print(json.dumps(compare(answers, "q4_k_m"), indent=1))
+        print(differences(answers, "q4_k_m"))
         return 0
     from models.locate import locate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from app.bench.quant import compare, derived_path, ratios, table
+from app.bench.quant import compare, derived_path, differences, ratios, table
 from app.bench.quant_answers import cut
 
 
@@ -31,6 +31,16 @@ def test_answers_that_differ_from_the_base_are_counted_per_turn() -> None:
                              "not_in_base": 0, "scored": 1, "right": 1}
     assert found["other"] == {"answers": 3, "written_differs": 1, "said_differs": 1,
                               "not_in_base": 1, "scored": 2, "right": 1}
+
+
+def test_only_answers_written_otherwise_are_listed_with_both_scores() -> None:
+    def answer(where: str, text: str, right: bool | None) -> dict[str, object]:
+        return {"where": where, "question": "Q?", "llm_text": text, "reply": text, "right": right}
+
+    listed = differences({"base": [answer("c:1", "Paris.", True), answer("q:1", "Hi.", None)],
+                          "other": [answer("c:1", "Lyon.", False), answer("q:1", "Hi.", None)]},
+                         "base")
+    assert listed == "- other c:1 'Q?'\n  base (right): 'Paris.'\n  other (wrong): 'Lyon.'"
 
 
 def test_the_table_gives_each_variant_its_ratio_to_the_base() -> None:
