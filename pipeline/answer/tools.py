@@ -75,7 +75,9 @@ _KEYWORDS = {  # a call is believed only if the user's words say something of th
     # set a timer for 1900 minutes: a number alone is not a duration).
     "set_timer": (r"\d", _DURATION), "set_alarm": (r"\d|\bnoon\b|\bmidnight\b", _CLOCK_TIME),
     "set_reminder": (r"\bremind",),
-    "timer_status": (r"\btimers?\b|\bleft\b|\bcancel\b|\bstop\b|\bpause\b|\bresume\b",),
+    # "How long is left?" is a timer's; "how long is left of the school year" is not.
+    "timer_status": (r"\btimers?\b|\bcancel\b|\bstop\b|\bpause\b|\bresume\b"
+                     r"|\bleft\b(?! (?:of|in|until|till|before)\b)",),
     "add_to_list": (r"\blist\b",), "read_list": (r"\blist\b",), "calculate": (r"\d",),
     "convert_units": (r"\d",), "current_time": (r"\b(?:time|date|day|clock|year|month)\b",),
     "spell_word": (r"\bspell",),

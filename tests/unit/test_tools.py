@@ -56,6 +56,9 @@ def test_a_call_the_words_do_not_support_is_not_believed() -> None:
     assert request_for(call("current_time", what="time"), "How are you today?") is None
     assert request_for(call("set_timer", duration="20 minutes"), "Ten minutes, please.") is None
     assert request_for(call("add_to_list", items="milk"), "Put bread on my list.") is None
+    assert request_for(call("timer_status", action="left"),
+                       "How long is left of the school year?") is None
+    assert request_for(call("timer_status", action="left"), "How long is left?") is not None
 
 
 @pytest.mark.parametrize("text", ["not json", '{"name": "nope", "arguments": {}}',
@@ -180,6 +183,9 @@ def test_a_reply_in_other_markup_is_held_only_until_its_first_tag_is_read() -> N
     ("What's on my list?", True),
     ("What's 15% of 80?", True),
     ("What day is it?", True),
+    ("How long is left?", True),
+    ("How much time is left on the pasta?", True),
+    ("How many days are left until Christmas?", False),
 ])
 def test_may_call_only_where_a_call_could_be_believed(said: str, expected: bool) -> None:
     assert may_call(said) is expected
