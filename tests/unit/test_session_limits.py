@@ -62,3 +62,27 @@ async def test_a_ping_echoes_only_a_number(session: Session) -> None:
     session._on_message(json.dumps({"type": "ping", "t": {"a": 1}}))
     session._on_message(json.dumps({"type": "ping", "t": 12.5}))
     assert [event["t"] for event in _sent(session)] == [None, 12.5]
+
+
+async def test_closing_ends_a_task_that_lost_its_first_cancellation(session: Session) -> None:
+    """Python 3.11's asyncio.wait_for can swallow a cancellation that comes as its future
+    completes; the session's close sends it again rather than waiting for ever."""
+    import asyncio
+
+    cancels = 0
+
+    async def stubborn() -> None:
+        nonlocal cancels
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancels += 1
+                if cancels > 1:
+                    raise
+
+    session.task = asyncio.create_task(stubborn())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(session.close("test"), 5)
+    assert session.task is None or session.task.done()
+    assert cancels == 2

@@ -42,6 +42,8 @@ pings at connect, then one every 2 s, and one message per reply."""
 MAX_PENDING_EVENTS = 256
 FLUSH_S = 0.5
 """At close, how long buffered data-channel events may take to leave."""
+RECANCEL_S = 0.5
+"""How long closing waits for a cancelled task before cancelling it again."""
 _ids = itertools.count(1)
 
 
@@ -253,10 +255,12 @@ class Session:
         self._closed = True
         current = asyncio.current_task()
         tasks = [t for t in (self.task, self._watchdog) if t is not None and t is not current]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)  # waits without re-raising the tasks' cancellation
+        pending = set(tasks)
+        while pending:  # a cancellation a task lost (see mic_frames) is sent again
+            for task in pending:
+                task.cancel()
+            # asyncio.wait does not re-raise the tasks' cancellation.
+            _, pending = await asyncio.wait(pending, timeout=RECANCEL_S)
         self.speaker.clear()
         self.speaker_track.stop()
         await self._flush()

@@ -80,7 +80,10 @@ async def mic_frames(
     timeout = idle_timeout if first_timeout is None else first_timeout
     while True:
         try:
-            frame = await asyncio.wait_for(track.recv(), timeout)
+            # Not asyncio.wait_for: on Python 3.11 it loses a cancellation that comes as
+            # a frame arrives (every 20 ms), and the session's close then waits for ever.
+            async with asyncio.timeout(timeout):
+                frame = await track.recv()
         except (MediaStreamError, TimeoutError):
             return
         timeout = idle_timeout
