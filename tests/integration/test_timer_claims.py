@@ -3,25 +3,21 @@ changes it (a skill did) or says nothing that claims it did (the LLM answered)."
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterator
 from datetime import datetime
 
-import numpy as np
 import pytest
 
-from models.intents import load_recognizer
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import locate
 from pipeline.answer.claims import claims_action
 from pipeline.answer.llm import LlmOptions
-from pipeline.answer.reply import Reply
-from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
-from pipeline.speaker import Speaker
-from pipeline.timeline import SPEECH_END, Timeline, now
-from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers, play_out
+from pipeline.skills import Timers
+from pipeline.timeline import now
+from tests.fakes import Workers
+from tests.integration.committed_reply import ask
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -31,25 +27,6 @@ def responder() -> Iterator[LlamaResponder]:
     opened = open_responder(locate("llm").path, LlmOptions())
     yield opened
     opened.close()
-
-
-async def ask(workers: Workers, responder: LlamaResponder, timers: Timers, question: str) -> Reply:
-    """One committed turn through the real Reply, with the skills a conversation has."""
-    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
-
-    def answer_skill(transcript: str) -> SkillReply | None:
-        ctx = SkillContext(now=datetime.now().astimezone(), monotonic=now(), transcript=transcript)
-        return skills.answer(transcript, ctx)
-
-    models = workers.models(FakeTranscriber(question), responder, FakeSynthesizer())  # type: ignore[arg-type]
-    timeline = Timeline()
-    timeline.stamp(SPEECH_END, now())
-    speaker = Speaker()
-    reply = Reply(models, speaker, [], np.zeros(16_000, np.int16), timeline, lambda _e: None,
-                  speculative=False, answer_skill=answer_skill)
-    reply.commit()
-    await play_out(speaker, asyncio.create_task(reply.run()))
-    return reply
 
 
 def pizza_timer() -> Timers:
@@ -70,7 +47,7 @@ async def test_a_pause_request_is_done_or_not_claimed(
     workers: Workers, responder: LlamaResponder, question: str,
 ) -> None:
     timers = pizza_timer()
-    reply = await ask(workers, responder, timers, question)
+    reply = await ask(workers, responder, question, timers)
     paused = [t.paused for t in timers.active()] == [True]
     if reply.skill is None:  # the LLM answered: it may not say the timer was paused
         assert not claims_action(reply.text, question), reply.text

@@ -6,25 +6,20 @@ timer status returns the number of days left on the timers" when the words trail
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterator
-from datetime import datetime
 
-import numpy as np
 import pytest
 
-from models.intents import load_recognizer
 from models.llama_responder import LlamaResponder
 from models.load import open_responder
 from models.locate import ModelError, locate
 from pipeline.answer.llm import LlmOptions
 from pipeline.answer.reply import NOT_CAUGHT, Reply
 from pipeline.answer.tools import TOOLS
-from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
-from pipeline.speaker import Speaker
-from pipeline.timeline import SPEECH_END, TTFT, Timeline, now
-from tests.fakes import FakeSynthesizer, FakeTranscriber, Workers, play_out
+from pipeline.timeline import TTFT
+from tests.fakes import Workers
+from tests.integration import committed_reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -47,22 +42,8 @@ def responder() -> Iterator[LlamaResponder]:
 
 
 async def ask(workers: Workers, responder: LlamaResponder, question: str) -> Reply:
-    """One committed turn through the real Reply, with the skills a conversation has."""
-    skills = default_skills(timers=Timers(), store=None, recognizer=load_recognizer())
-
-    def answer_skill(transcript: str) -> SkillReply | None:
-        ctx = SkillContext(now=datetime.now().astimezone(), monotonic=now(), transcript=transcript)
-        return skills.answer(transcript, ctx)
-
-    models = workers.models(FakeTranscriber(question), responder, FakeSynthesizer())  # type: ignore[arg-type]
-    timeline = Timeline()
-    timeline.stamp(SPEECH_END, now())
-    speaker = Speaker()
-    reply = Reply(models, speaker, [], np.zeros(16_000, np.int16), timeline, lambda _e: None,
-                  speculative=False, answer_skill=answer_skill)
-    reply.commit()
-    await play_out(speaker, asyncio.create_task(reply.run()))
-    print(f"{question!r}: {reply.text!r} (TTFT {timeline.ms(TTFT):.0f} ms, {reply.passes} pass)")
+    reply = await committed_reply.ask(workers, responder, question)
+    print(f"{question!r}: {reply.text!r} (TTFT {reply.timeline.ms(TTFT):.0f} ms, {reply.passes} pass)")
     return reply
 
 
