@@ -54,9 +54,11 @@ run: $(ENV_TARGET)
 
 serve: run
 
-## make test — set up and run the whole test suite (unit, integration, browser).
+## make test — set up and run the whole test suite (unit, integration, browser), with the
+## default LLM tier pulled (491 MB, once) so its integration tests run, not skip.
 test: venv
 	bash .ci/install-system-deps
+	$(BIN)/apace models pull qwen2.5-coder-0.5b
 	$(BIN)/python -m pytest -ra $(PYTEST_ARGS)
 
 test-fast: venv

@@ -8,6 +8,7 @@ microphone: a ringing timer is output, never a turn, never a barge-in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -53,10 +54,11 @@ class Bell:
             due = self.timers.next_due()
             if due is None or due > now():
                 timeout = None if due is None else due - now()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), timeout)
-                except TimeoutError:
-                    pass
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+                # cancellation that comes as the event is set.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._changed.wait()
                 continue
             for timer in self.timers.pop_due(now()):
                 await self._ring(timer)

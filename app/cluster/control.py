@@ -134,7 +134,8 @@ class Supervisor:
         ).remote(name, self.make_engine, self.options, self.placement, loopback=self.loopback,
                   listeners=listeners)
         try:
-            endpoints = await asyncio.wait_for(_await(actor.start.remote()), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                endpoints = await actor.start.remote()
         except Exception:
             log.exception("node %s did not start", name)
             ray.kill(actor, no_restart=True)

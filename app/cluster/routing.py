@@ -62,12 +62,9 @@ async def call(method: Any, *args: Any, timeout: float | None = None) -> Any:
     """`actor.method.remote(*args)`, awaited (with a timeout)."""
     result = method.remote(*args)
     if hasattr(result, "__await__"):
-        return await asyncio.wait_for(_wait(result), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancellation (3.11)
+            return await result
     return result
-
-
-async def _wait(ref: Any) -> Any:
-    return await ref
 
 
 async def place_on(cluster: Cluster, attempt: Callable[[str], Awaitable[tuple[T, bool]]]) -> T:

@@ -151,7 +151,8 @@ class WyomingClient:
                     break
             await tts.write_event(Synthesize(text=reply).event())
             await tts.write_event(SynthesizeStop().event())
-            await asyncio.wait_for(listening, READ_TIMEOUT_S)
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                await listening
             return reply
         finally:
             listening.cancel()
