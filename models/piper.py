@@ -33,8 +33,9 @@ class PiperSynthesizer:
         self.voice = voice
         self.voice_id = voice_id
         self.options = options or TtsOptions()
+        still = {} if self.options.variation else {"noise_scale": 0.0, "noise_w_scale": 0.0}
         self._config = SynthesisConfig(
-            length_scale=self.options.length_scale, volume=self.options.volume
+            length_scale=self.options.length_scale, volume=self.options.volume, **still
         )
         self.stream = stream
         """The voice split at its decoder (audio as it is decoded), or None."""

@@ -105,7 +105,8 @@ def _speak(voice: PiperSynthesizer, talker: Talker, lines: Sequence[str]) -> Flo
         if talker.espeak is not None:
             audio = _espeak(talker.espeak, line)
         else:
-            options = TtsOptions(length_scale=talker.length_scale, stream=False)
+            options = TtsOptions(length_scale=talker.length_scale, stream=False,
+                                 variation=voice.options.variation)
             other = PiperSynthesizer(voice.voice, voice.voice_id, options)
             audio = np.concatenate(list(other.synthesize(line))).astype(np.float32) / 32768.0
         if talker.pitch != 1.0:  # play it back faster or slower: pitch and pace move

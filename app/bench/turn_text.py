@@ -105,12 +105,16 @@ class Scored:
     fragments: list[float]
 
 
-def score(prompt: TurnPrompt, texts: Sequence[str], threads: int) -> tuple[list[float], float]:
-    """Each text's verdict and the median ms a check took."""
+def score(prompt: TurnPrompt, texts: Sequence[str], threads: int,
+          model: str | None = None) -> tuple[list[float], float]:
+    """Each text's verdict and the median ms a check took; `model`: a ChatML GGUF's path
+    or an LLM tier's name instead of the turn detector's own model."""
     from models.load import open_turn_detector
     from models.locate import locate
 
-    detector = open_turn_detector(locate("turn").path, threads, prompt)
+    path = locate("turn").path if model is None else (
+        Path(model) if model.endswith(".gguf") else locate("llm", model).path)
+    detector = open_turn_detector(path, threads, prompt)
     try:
         verdicts, ms = [], []
         for text in texts:
@@ -166,6 +170,8 @@ def row(name: str, split_scores: Sequence[Scored], ms: float, done: float,
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", help="score with this ChatML GGUF (a path, or an LLM "
+                        "tier such as qwen2.5-coder-0.5b) instead of the turn detector's model")
     parser.add_argument("--show", type=int, default=8,
                         help="list the N lowest finished and highest fragments per formulation")
     parser.add_argument("--only", default="",
@@ -186,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, prompt in FORMULATIONS.items():
         if wanted and prompt != PLAIN and name not in wanted:
             continue
-        verdicts, ms = score(prompt, texts, args.threads)
+        verdicts, ms = score(prompt, texts, args.threads, args.model)
         by_text = dict(zip(texts, verdicts, strict=True))
         scored = [Scored(finished=[by_text[t] for t in s.finished],
                          fragments=[by_text[t] for t in s.fragments]) for s in data]

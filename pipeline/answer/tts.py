@@ -36,6 +36,9 @@ class TtsOptions:
 
     length_scale: float | None = None
     """Speaking rate: < 1 is faster, > 1 slower (None: the voice's own setting)."""
+    variation: bool = True
+    """Piper's random variation (its noise scales; default True): off, a text is spoken the
+    same every time (tests that hear the voice assert on fixed audio)."""
     volume: float = 0.8
     """Piper normalises each sentence to full scale; this leaves headroom."""
     trim_lead: bool = True

@@ -7,8 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from models.load import load_synthesizer
+from models.locate import locate
 from models.piper import PiperSynthesizer
-from pipeline.answer.tts import LEAD_KEPT, first_sound
+from pipeline.answer.tts import LEAD_KEPT, TtsOptions, first_sound
 
 pytestmark = pytest.mark.integration
 
@@ -92,3 +94,17 @@ def test_the_streaming_voice_still_speaks_whole_sentences_through_piper(
     """Its own session is replaced by the split graph (memory), so Piper's API still works."""
     chunks = list(voice.voice.synthesize("Hello there. How are you?"))
     assert len(chunks) == 2 and all(len(c.audio_float_array) > 0.3 * 22050 for c in chunks)
+
+
+def test_without_variation_a_text_is_spoken_the_same_every_time() -> None:
+    """Tests that hear the voice assert on fixed audio (test_room_babble)."""
+    still = load_synthesizer(locate("tts").path, TtsOptions(variation=False, stream=False))
+    lively = load_synthesizer(locate("tts").path, TtsOptions(stream=False))
+    text = "What is the capital of France?"
+
+    def said(voice: PiperSynthesizer) -> list[bytes]:
+        return [np.concatenate(list(voice.synthesize(text))).tobytes() for _ in range(2)]
+
+    first, again = said(still)
+    assert first == again
+    assert len(set(said(lively))) == 2
