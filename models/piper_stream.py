@@ -118,10 +118,13 @@ class StreamingVoice:
     def _calibrate(self, voice: PiperVoice) -> None:
         from piper import SynthesisConfig
 
+        # Noise off: the same gain in every process (a voice without variation then speaks
+        # a text the same every time, streamed or whole).
+        still = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
         peaks = []
         for text in CALIBRATION:
             for phonemes in voice.phonemize(text):
-                z = self.frames(feeds(voice, voice.phonemes_to_ids(phonemes), SynthesisConfig()))
+                z = self.frames(feeds(voice, voice.phonemes_to_ids(phonemes), still))
                 peaks.append(float(np.abs(self._window(z, 0, z.shape[-1])).max()))
         self.typical_peak = max(1e-3, float(np.median(peaks)))
 

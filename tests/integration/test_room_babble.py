@@ -62,10 +62,9 @@ def with_talk(voice: PiperSynthesizer, clean: Pcm, snr_db: float = 15.0) -> Pcm:
 
 @pytest.fixture(scope="module")
 def voice() -> PiperSynthesizer:
-    """The embedded voice without its random variation, whole sentences (the streamed
-    decoder's gain is not the same from process to process): the same audio every run.
-    With variation, one run in ten or so Whisper missed two of the four keys."""
-    return load_synthesizer(locate("tts").path, TtsOptions(variation=False, stream=False))
+    """The embedded voice without its random variation: the same audio every run. With
+    variation, one run in ten or so Whisper missed two of the four keys."""
+    return load_synthesizer(locate("tts").path, TtsOptions(variation=False))
 
 
 @pytest.fixture(scope="module")
