@@ -54,6 +54,11 @@ def extend(llama: Llama, tokens: Sequence[int], *, reread_last: bool = False) ->
     llama.eval(list(tokens[keep:]))
 
 
+def truncate(llama: Llama, keep: int) -> None:
+    """Forget what the KV holds past its first `keep` tokens (the next eval overwrites it)."""
+    llama.n_tokens = min(keep, llama.n_tokens)
+
+
 def _prefix_len(a: npt.NDArray[np.intc], b: Sequence[int]) -> int:
     """How many leading tokens `a` and `b` share (vectorised: contexts hold ~1,000)."""
     n = min(len(a), len(b))

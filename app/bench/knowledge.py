@@ -187,7 +187,7 @@ def time_once(responder: LlamaResponder) -> dict[str, float]:
     whole = llama.tokenize(responder.prompt([], USER).encode(), add_bos=True, special=True)
     reply = llama.tokenize(REPLY.encode(), add_bos=False)[:DECODE_STEPS]
     llama_internals.extend(llama, start)
-    llama.n_tokens = len(start)  # drop what the last round read after it
+    llama_internals.truncate(llama, len(start))  # drop what the last round read after it
     t = time.perf_counter()
     llama.eval(whole[len(start):])
     prompt = time.perf_counter() - t
