@@ -33,9 +33,10 @@ class PiperSynthesizer:
         self.voice = voice
         self.voice_id = voice_id
         self.options = options or TtsOptions()
-        still = {} if self.options.variation else {"noise_scale": 0.0, "noise_w_scale": 0.0}
+        noise = None if self.options.variation else 0.0  # None: the voice's own
         self._config = SynthesisConfig(
-            length_scale=self.options.length_scale, volume=self.options.volume, **still
+            length_scale=self.options.length_scale, volume=self.options.volume,
+            noise_scale=noise, noise_w_scale=noise,
         )
         self.stream = stream
         """The voice split at its decoder (audio as it is decoded), or None."""
