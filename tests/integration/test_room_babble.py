@@ -10,11 +10,11 @@ import pytest
 
 from app.bench.room_sounds import active_rms, babble, scaled
 from app.bench.utterances import speak
-from models.load import cpu_threads, load_synthesizer, load_transcriber
+from models.load import cpu_threads, load_transcriber
 from models.locate import locate
 from models.piper import PiperSynthesizer
 from models.room import room_factory
-from pipeline.answer.tts import TtsOptions, first_sound
+from pipeline.answer.tts import first_sound
 from pipeline.audio import frames, speech_end_sample
 from pipeline.events import AudioFrame, Endpoint, Pcm
 from pipeline.listen.asr import AsrOptions, Transcriber
@@ -58,13 +58,6 @@ def with_talk(voice: PiperSynthesizer, clean: Pcm, snr_db: float = 15.0) -> Pcm:
     talk = babble(voice, len(clean) / 16000, np.random.default_rng(3))
     mixed = clean.astype(np.float32) / 32768 + scaled(talk, active_rms(clean), snr_db)
     return np.asarray(np.clip(mixed, -1, 1) * 32767, dtype=np.int16)
-
-
-@pytest.fixture(scope="module")
-def voice() -> PiperSynthesizer:
-    """The embedded voice without its random variation: the same audio every run. With
-    variation, one run in ten or so Whisper missed two of the four keys."""
-    return load_synthesizer(locate("tts").path, TtsOptions(variation=False))
 
 
 @pytest.fixture(scope="module")
