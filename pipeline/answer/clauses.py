@@ -45,10 +45,10 @@ class ClauseOptions:
     early_first_clause: bool = True
     """Cut the first clause before its sentence ends (default True); False: it waits for a
     sentence end like the rest (the `--sentence-clauses` lever)."""
-    first_clause_max_words: int = 7
-    """With no comma by this many words, the first clause is cut before the next linking
-    word ("…is | that…", "…Everest | which…"): Piper's first audio costs time in
-    proportion to the clause, and long comma-less first sentences are common."""
+    first_clause_max_words: int = 4
+    """With no comma by this many words, the first clause is cut before a linking word
+    with `first_clause_min_words` words before it ("The closest planet | to the sun…"):
+    each token costs ~43 ms on 2 cores (default 4; why: docs/latency.md)."""
     max_words: int = 30
     """A sentence longer than this is cut at its next comma-like break anyway."""
 
@@ -129,7 +129,8 @@ class ClauseSplitter:
         if len(words) < self.options.first_clause_max_words:
             return None
         for index, word in enumerate(words):
-            if index >= 4 and word.group().lower().strip(",.") in _LINKING_WORDS:
+            if (index >= self.options.first_clause_min_words
+                    and word.group().lower().strip(",.") in _LINKING_WORDS):
                 return word.start()
         return None
 

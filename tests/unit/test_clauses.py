@@ -141,18 +141,35 @@ def test_speakable_folds_whitespace() -> None:
     assert speakable("  one\n\ttwo   three ") == "one two three"
 
 
-def test_a_long_comma_less_first_sentence_is_cut_before_a_linking_word() -> None:
-    """No comma in the first 7 words: the first clause ends before 'is', so Piper can
-    start speaking after five words instead of the whole sentence."""
-    text = "The tallest mountain in the world is Mount Everest which stands tall. Yes."
+def test_a_comma_less_first_sentence_is_cut_before_a_linking_word() -> None:
+    """No comma in the first words: clause 1 ends before the first linking word that has
+    three words before it, so Piper can start once 'to' is written, not at 'Mercury.'."""
+    text = "The closest planet to the sun is Mercury. Yes."
     clauses = [c.text for c in split_clauses(w + " " for w in text.split())]
-    assert clauses[0] == "The tallest mountain in the world"
+    assert clauses[0] == "The closest planet"
     assert " ".join(clauses) == text
 
 
-def test_a_short_first_sentence_is_not_cut_before_its_end() -> None:
-    clauses = [c.text for c in split_clauses(w + " " for w in "The capital of France is Paris.".split())]
-    assert clauses == ["The capital of France is Paris."]
+def test_the_cut_waits_for_the_linking_word_to_be_complete() -> None:
+    """'to' could still become 'tomorrow': the clause is cut once a space follows it."""
+    splitter = ClauseSplitter()
+    assert splitter.feed("The closest planet to") == []
+    assert [c.text for c in splitter.feed(" the")] == ["The closest planet"]
+
+
+def test_a_longer_first_clause_is_a_setting() -> None:
+    """`--first-clause-words 7` (the default before): cut only once 7 words are in."""
+    text = "The tallest mountain in the world is Mount Everest which stands tall. Yes."
+    options = ClauseOptions(first_clause_max_words=7)
+    clauses = [c.text for c in split_clauses((w + " " for w in text.split()), options)]
+    assert clauses[0] == "The tallest mountain"
+    assert clauses[1] == "in the world is Mount Everest which stands tall."
+
+
+def test_a_first_sentence_without_a_late_linking_word_is_not_cut_before_its_end() -> None:
+    for text in ("The solar system has 8 planets.", "Water boils at 100 degrees Celsius.",
+                 "The answer is 42."):
+        assert [c.text for c in split_clauses(w + " " for w in text.split())] == [text]
 
 
 def test_the_phrase_cut_applies_to_the_first_clause_only() -> None:
