@@ -124,8 +124,10 @@ class ClauseSplitter:
         return found is not None and found.group(1).lower() not in _ABBREVIATIONS
 
     def _phrase_cut(self) -> int | None:
-        """Before a linking word, once the clause is long enough (complete words only)."""
-        words = list(re.finditer(r"\S+(?=\s)", self._buffer))
+        """Before a linking word, once the clause is long enough. The word being written
+        counts: the cut is at the space before it whatever it becomes ("to" → "today"
+        still leaves "The closest planet" whole), so clause 1 need not wait a token more."""
+        words = list(re.finditer(r"\S+", self._buffer))
         if len(words) < self.options.first_clause_max_words:
             return None
         for index, word in enumerate(words):

@@ -150,11 +150,13 @@ def test_a_comma_less_first_sentence_is_cut_before_a_linking_word() -> None:
     assert " ".join(clauses) == text
 
 
-def test_the_cut_waits_for_the_linking_word_to_be_complete() -> None:
-    """'to' could still become 'tomorrow': the clause is cut once a space follows it."""
+def test_the_cut_comes_as_the_linking_word_is_written() -> None:
+    """The cut is at the space before 'to': whatever 'to' becomes, the words before it
+    are whole, so clause 1 does not wait for the token after it."""
     splitter = ClauseSplitter()
-    assert splitter.feed("The closest planet to") == []
-    assert [c.text for c in splitter.feed(" the")] == ["The closest planet"]
+    assert splitter.feed("The closest planet") == []
+    assert [c.text for c in splitter.feed(" to")] == ["The closest planet"]
+    assert [c.text for c in splitter.feed("day is Mercury.")] == ["today is Mercury."]
 
 
 def test_a_longer_first_clause_is_a_setting() -> None:
