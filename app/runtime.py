@@ -184,6 +184,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from models.country_data import facts_skill
+    from models.place_data import world_clock_skill
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
     from pipeline.skills.days import DayFollowUp
@@ -199,6 +200,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore
     convert = ConvertSkill()
     convert.warm()  # pint's unit registry: ~0.3 s once, not on the first conversion asked
     # Facts before the refusals: "what currency does Japan use" is data, not a live price.
-    skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(), MathSkill(),
-                           convert, SpellSkill(), facts_skill(), RefusalFollowUp(), OfflineSkill()]
+    skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(),
+                           world_clock_skill(), MathSkill(), convert, SpellSkill(), facts_skill(),
+                           RefusalFollowUp(), OfflineSkill()]
     return skills, store

@@ -1,8 +1,9 @@
 """Time and date from the local clock: "what time is it" → "It's 3:45 PM."
 
 Everything is computed from `ctx.now` (timezone-aware local time), so a test can set the
-clock. Only the local zone is known: "what time is it in Tokyo" is declined (the whole
-request must match), as is anything that merely mentions time ("time flies").
+clock. Only the local zone is known here: "what time is it in Tokyo" is not matched (the
+whole request must match; pipeline/skills/world_clock.py answers it), nor is anything that
+merely mentions time ("time flies").
 
 How times are written for Piper: "3:45 PM" reads "three forty-five P M", but "3:05" reads
 "three zero five", so minutes under ten are said "5 past 3 PM"; on the hour "3 PM";
