@@ -141,6 +141,9 @@ LEVERS: tuple[Lever, ...] = (
     Switch(name="shared-llm", flag="--no-shared-llm", sets={"engine.shared_llm": False},
            ablate=False, help="a llama context per conversation instead of one shared, batched"
            " context (a --draft-model always gets its own)"),
+    Switch(name="light-tier", flag="--no-light-tier", sets={"engine.light_tier": False},
+           ablate=False, help="under load, no reply is written by the light tier (SmolLM2-135M):"
+           " every one waits for the shared LLM"),
     Switch(name="cpu-turns", flag="--no-cpu-turns", sets={"engine.share_cpu": False},
            help="let ASR, LLM and TTS compute at the same time"),
     Switch(name="captions", flag="--no-captions", sets={"conversation.partial_interval_s": None},

@@ -20,7 +20,7 @@ from models.load import (
     open_shared,
     open_turn_detector,
 )
-from models.locate import Located
+from models.locate import Located, ModelError, locate
 from models.prompt_state import PromptState
 from models.room import room_factory
 from models.shared_responder import SeqResponder
@@ -31,7 +31,7 @@ from pipeline.answer.llm import LlmOptions
 from pipeline.answer.tts import TtsOptions
 from pipeline.compute.workers import CpuLock
 from pipeline.conversation_options import ConversationOptions
-from pipeline.engine import ClosableResponder, Engine
+from pipeline.engine import ClosableResponder, Engine, LightTier
 from pipeline.listen.asr import AsrOptions
 from pipeline.skills import Skill
 
@@ -62,6 +62,10 @@ class EngineOptions:
     shared_llm: bool = True
     """One LLM context for every conversation, batched (models/shared_llm.py); False: a
     context per conversation. A draft model needs contexts of its own."""
+    light_tier: bool = True
+    """Under load, a confirmed reply may be written by the embedded SmolLM2-135M instead of
+    queueing for the shared LLM (pipeline.compute.degrade, `light-tier`); needs the shared
+    LLM, and a main LLM other than SmolLM2 itself."""
     llm_sequences: int = 4
     """Conversations whose KV the shared LLM keeps at once (each n_ctx tokens); more
     are evicted, least recently used first, and read again when they speak."""
@@ -153,6 +157,7 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
         probe.responder.warm([])
     finally:
         probe.close()
+    light = light_tier(settings, llm_path, cpu) if shared is not None else None
     # Under the CPU lock nothing runs beside it, so it may use every core; without the
     # lock it runs beside the responder and gets one thread (two would stall both).
     detector = (open_turn_detector(located["turn"].path, threads if options.share_cpu else 1,
@@ -174,10 +179,39 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
                     llm_memory=shared.memory if shared is not None else None,
                     noisy_transcriber=noisy_transcriber,
                     recognizer=load_recognizer() if options.skills else None,
-                    timer_keeper=keeper)
+                    timer_keeper=keeper, light=light)
     if shared is not None:
         shared.draft_stats = engine.stats.draft
     return engine, located
+
+
+LIGHT_TIER = "smollm2-135m"
+LIGHT_CTX = 1024
+"""The light tier's tokens per conversation: the system prompt and a short history (its
+KV for 4 sequences then holds ~95 MB)."""
+
+
+def light_tier(settings: Settings, llm_path: Path, cpu: CpuLock | None) -> LightTier | None:
+    """The embedded SmolLM2-135M as the light tier, shared and batched like the main LLM;
+    None when turned off or when it is the main LLM."""
+    options = settings.engine
+    if not options.light_tier:
+        return None
+    try:
+        path = locate("llm", LIGHT_TIER).path
+    except ModelError:
+        return None
+    if path.resolve() == llm_path.resolve():
+        return None
+    light_options = replace(settings.llm, n_ctx=LIGHT_CTX, drafts=False, prompt_lookup=False,
+                            draft_model=None)
+    shared = open_shared(path, light_options, sequences=options.llm_sequences, cpu=cpu)
+
+    def open_light() -> ClosableResponder:
+        seq = SeqResponder(shared, path.name, light_options)
+        return ClosableResponder(seq, seq.close)
+
+    return LightTier(open_light, shared.close)
 
 
 def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore]:

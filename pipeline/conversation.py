@@ -392,7 +392,7 @@ class Conversation:
         done = record(reply, self.history, len(self.turns) + 1, interrupted=interrupted)
         self._respeculated = None
         if (self.reply_cache is not None and not done.left_out and reply.transcript
-                and reply.skill is None):
+                and reply.skill is None and not reply.light):  # the shared LLM's own only
             self.reply_cache.put(self._cache_key(self.history, reply.transcript), reply.text)
         self.history += done.messages
         if done.referent_changed:  # else the referent stands: asked again

@@ -48,6 +48,16 @@ class ClosableResponder:
     close: Callable[[], None]
 
 
+@dataclass(frozen=True)
+class LightTier:
+    """A smaller LLM beside the shared one, for confirmed replies under load
+    (pipeline.compute.degrade, `light-tier`): a responder per conversation, and the
+    model's close. It schedules its own CPU, as the shared LLM does."""
+
+    open: Callable[[], ClosableResponder]
+    close: Callable[[], None]
+
+
 class Engine:
     """Shared models and workers. Create once; `open()` a conversation per user."""
 
@@ -72,10 +82,13 @@ class Engine:
         noisy_transcriber: Transcriber | None = None,
         recognizer: Recognizer | None = None,
         timer_keeper: TimerKeeper | None = None,
+        light: LightTier | None = None,
     ) -> None:
         self.options = options or ConversationOptions()
         self.stats = EngineStats()
         self.load = LoadBoard(self.options.degrade)
+        self.light = light
+        self.load.light = light is not None
         """Every open conversation's LLM use: what a turn gives up under load."""
         self.transcriber = transcriber
         self.synthesizer: Synthesizer = (
@@ -138,7 +151,9 @@ class Engine:
         `needs`: what the way in needs of it (pipeline.conversation_options.TransportNeeds)."""
         needs = needs or TransportNeeds()
         llm_worker = ModelWorker("llm", None if self._close_llm else self.cpu)
+        light_worker = ModelWorker("llm-light", None) if self.light is not None else None
         opened: ClosableResponder | None = None
+        light: ClosableResponder | None = None
         room: Room | None = None
         conversation: Conversation | None = None
         holder = uuid.uuid4().hex if keep_timers and self.timer_keeper is not None else None
@@ -146,9 +161,14 @@ class Engine:
             # Background priority: a new user's set-up never delays someone's reply.
             opened = await llm_worker.run(self.open_responder, priority=Priority.BACKGROUND)
             await llm_worker.run(opened.responder.warm, [], priority=Priority.BACKGROUND)
+            if self.light is not None and light_worker is not None:
+                light = await light_worker.run(self.light.open, priority=Priority.BACKGROUND)
+                await light_worker.run(light.responder.warm, [], priority=Priority.BACKGROUND)
             models = Models(self.transcriber, self.asr_worker, opened.responder, llm_worker,
                             self.synthesizer, self.tts_worker, self.detector,
-                            self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear)
+                            self.detector_worker, ear=self.ear, noisy_ear=self.noisy_ear,
+                            light_responder=light.responder if light is not None else None,
+                            light_worker=light_worker)
             timers = self._timers(holder, needs.rings) if self.skills is not None else None
             skills = (default_skills(timers=timers, store=self.store, extra=self.skills,
                                      recognizer=self.recognizer)
@@ -169,6 +189,8 @@ class Engine:
             if holder is not None and self.timer_keeper is not None:
                 self.timer_keeper.release(holder)
             llm_worker.close(opened.close if opened is not None else None, wait=0)
+            if light_worker is not None:
+                light_worker.close(light.close if light is not None else None, wait=0)
 
     def _timers(self, holder: str | None, rings: bool) -> Timers:
         """A conversation's timers: with the owner's written-down ones when `holder`."""
@@ -202,3 +224,5 @@ class Engine:
             self.detector_worker.close(self._close_detector)
         if self._close_llm is not None:
             self._close_llm()
+        if self.light is not None:
+            self.light.close()

@@ -178,10 +178,14 @@ class Workers:
         synthesizer: FakeSynthesizer,
         detector: FakeDetector | None = None,
         cpu: CpuLock | None = None,
+        light: FakeResponder | None = None,
     ) -> Models:
-        """`cpu`: the workers take turns on it, as the product's do (None: they don't)."""
+        """`cpu`: the workers take turns on it, as the product's do (None: they don't).
+        `light`: the light tier's responder (None: no light tier)."""
         return Models(transcriber, self("asr", cpu), responder, self("llm", cpu), synthesizer,
-                      self("tts", cpu), detector, self("turn", cpu) if detector is not None else None)
+                      self("tts", cpu), detector, self("turn", cpu) if detector is not None else None,
+                      light_responder=light,
+                      light_worker=self("llm-light") if light is not None else None)
 
     def close(self) -> None:
         for worker in self.all:

@@ -38,6 +38,10 @@ class Models:
     jobs due together go as one batch (pipeline/listen/ear.py); None: one of these models' own."""
     noisy_ear: Ear | None = None
     """A sturdier (slower) transcription for noisy rooms, on the same worker (None: none)."""
+    light_responder: Responder | None = None
+    """The light tier: a smaller LLM a confirmed reply may use under load
+    (pipeline.compute.degrade, `light-tier`); None: none."""
+    light_worker: ModelWorker | None = None
 
     def __post_init__(self) -> None:
         if self.ear is None:

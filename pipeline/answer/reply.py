@@ -30,6 +30,7 @@ from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
 from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
+from pipeline.compute.degrade import Degradation
 from pipeline.compute.workers import Gate, Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.events import SAMPLE_RATE, Clause, Pcm
@@ -109,6 +110,19 @@ class Reply:
     _clauses: list[str] = field(default_factory=list)
     _sentences: int = 0
     _spent: bool = False
+
+    @property
+    def light(self) -> bool:
+        """This reply's LLM pass is the light tier's (pipeline.compute.degrade, under load)."""
+        plan = self.under_load.plan if self.under_load is not None else None
+        return (plan is not None and Degradation.LIGHT in plan.tags
+                and self.models.light_responder is not None
+                and self.models.light_worker is not None)
+
+    @property
+    def _responder(self) -> Responder:
+        light = self.models.light_responder
+        return light if self.light and light is not None else self.models.responder
 
     def commit(self) -> None:
         """The user's turn is over: this reply may play (and be shown)."""
@@ -257,12 +271,14 @@ class Reply:
         options = self.integrity
         earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
         history = prompt_history(self.history, options)
-        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
-        guard = CopyGuard(earlier, options)
-        # Words no tool could be believed for: the LLM is kept from a call from the start.
-        plain = _uses_tools(self.models.responder) and not may_call(self.transcript)
         if self.under_load is not None:  # under load: held till committed, or cut short
             await self.under_load.before_llm(self.speculative, self.committed)
+        draft = self.find_draft(self.transcript) if self.find_draft is not None else None
+        if self.light:
+            draft = None  # drafts are the shared LLM's replies
+        guard = CopyGuard(earlier, options)
+        # Words no tool could be believed for: the LLM is kept from a call from the start.
+        plain = _uses_tools(self._responder) and not may_call(self.transcript)
         try:
             await self._stream(history, draft, guard, splitter, clauses, budget, plain=plain)
             if guard.copied is not None:
@@ -278,21 +294,23 @@ class Reply:
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
                       splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
                       budget: int, *, plain: bool = False) -> None:
-        respond = functools.partial(self.models.responder.reply, plain=True) if plain \
-            else self.models.responder.reply
+        responder = self._responder
+        respond = functools.partial(responder.reply, plain=True) if plain else responder.reply
 
         def reply(*args: Any) -> Iterator[str]:
             self.timeline.stamp(LLM_START)  # on the LLM worker: its queue is behind us
             self.passes += 1
             return respond(*args)
 
-        stream = self.models.llm_worker.stream(
+        worker = self.models.light_worker if self.light else self.models.llm_worker
+        assert worker is not None
+        stream = worker.stream(
             reply, history, self.transcript, draft, priority=self.priority, gate=self._llm_gate,
         )
         first_token: float | None = None
         # A tool-calling LLM may answer with a call to a skill: held until it is clear.
         # (Told not to call, a small model may still write one: held then too, never said.)
-        tools = self.answer_skill is not None and _uses_tools(self.models.responder)
+        tools = self.answer_skill is not None and _uses_tools(responder)
         transcript = self.transcript or ""
         call = "" if tools else None
         async with contextlib.aclosing(stream):

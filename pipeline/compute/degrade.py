@@ -11,6 +11,12 @@ turn 6.3 s). This module decides instead, per turn, from a snapshot of the load 
   the turn is confirmed. A guess must not slow someone's committed answer.
 - `short`: while other confirmed replies are in flight, a confirmed LLM reply is capped
   at one sentence (and `short_words` words): the LLM is freed sooner for the others.
+- `light-tier`: while other confirmed replies are in flight, a confirmed LLM reply is
+  written by the engine's light tier (the embedded SmolLM2-135M: ~3x faster a token,
+  its own KV) instead of queueing behind them for the shared LLM — when the engine has
+  one (`LoadBoard.light`). It knows other things (docs/llm-choice.md: more of 60 general
+  questions, fewer numbers, no tools), but a late answer is no answer: three sessions at
+  once waited 2.3 s median, 8.5 s p95 for the shared 0.5B's first audio.
 - `one-moment`: the last resort. When the LLM wait predicted for a confirmed turn exceeds
   `one_moment_after_s`, an honest "One moment." is spoken first — once per turn, never
   for a skill's turn (a skill answers without the LLM, so it never waits for it).
@@ -37,6 +43,7 @@ from typing import Protocol
 class Degradation(StrEnum):
     NO_SPECULATION = "no-speculation"
     SHORT = "short"
+    LIGHT = "light-tier"
     ONE_MOMENT = "one-moment"
 
 
@@ -52,6 +59,9 @@ class DegradeOptions:
     starts (1: any)."""
     short_from: int = 1
     """Other sessions' confirmed LLM replies in flight from which a confirmed reply is short."""
+    light_from: int = 1
+    """Other sessions' confirmed LLM replies in flight from which a confirmed reply is the
+    light tier's, where the engine has one."""
     short_sentences: int = 1
     """A short reply's sentences."""
     short_words: int = 20
@@ -65,8 +75,8 @@ class DegradeOptions:
     """Weight of each newly seen cost in its running average (exponential)."""
 
     def __post_init__(self) -> None:
-        if self.speculate_below < 1 or self.short_from < 1:
-            raise ValueError("speculate_below and short_from must be >= 1")
+        if self.speculate_below < 1 or self.short_from < 1 or self.light_from < 1:
+            raise ValueError("speculate_below, short_from and light_from must be >= 1")
         if self.short_sentences < 1 or self.short_words < 1:
             raise ValueError("short_sentences and short_words must be >= 1")
         if self.one_moment_after_s <= 0 or self.reply_s <= 0:
@@ -104,9 +114,11 @@ def predicted_wait_s(load: Load, options: DegradeOptions) -> float:
     return max(cost * (load.others_confirmed + 1), load.oldest_wait_s + cost)
 
 
-def decide(load: Load, options: DegradeOptions, *, speculative: bool) -> Plan:
+def decide(load: Load, options: DegradeOptions, *, speculative: bool,
+           light: bool = False) -> Plan:
     """The degradations of an LLM reply asking now: a speculative pass (may it start?)
-    or a confirmed reply (short? "One moment." first?). A skill's turn never asks."""
+    or a confirmed reply (short? the light tier's, if there is one (`light`)? "One
+    moment." first?). A skill's turn never asks."""
     if not options.enabled:
         return Plan(load=load)
     if speculative:
@@ -115,7 +127,9 @@ def decide(load: Load, options: DegradeOptions, *, speculative: bool) -> Plan:
     tags: set[Degradation] = set()
     if load.others_confirmed >= options.short_from:
         tags.add(Degradation.SHORT)
-    if predicted_wait_s(load, options) > options.one_moment_after_s:
+    if light and load.others_confirmed >= options.light_from:
+        tags.add(Degradation.LIGHT)  # it waits for no one: nothing to say "One moment." for
+    elif predicted_wait_s(load, options) > options.one_moment_after_s:
         tags.add(Degradation.ONE_MOMENT)
     short = Degradation.SHORT in tags
     return Plan(frozenset(tags), options.short_sentences if short else None,
@@ -144,6 +158,8 @@ class LoadBoard:
 
     def __init__(self, options: DegradeOptions | None = None) -> None:
         self.options = options or DegradeOptions()
+        self.light = False
+        """The engine has a light tier a confirmed reply may use under load."""
         self._users: list[LlmUser] = []
         self._reply_s: float | None = None
 
@@ -162,7 +178,8 @@ class LoadBoard:
         return Load(len(uses), max(waiting, default=0.0), self._reply_s)
 
     def decide(self, user: LlmUser, t: float, *, speculative: bool) -> Plan:
-        return decide(self.load(user, t), self.options, speculative=speculative)
+        return decide(self.load(user, t), self.options, speculative=speculative,
+                      light=self.light)
 
     def measured(self, wait_s: float, others: int) -> None:
         """A confirmed reply waited `wait_s` for its first token, asked while `others`

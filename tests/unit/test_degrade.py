@@ -43,6 +43,7 @@ from tests.fakes import (
 pytestmark = pytest.mark.timeout(15)
 
 NO_SPEC, SHORT, MOMENT = Degradation.NO_SPECULATION, Degradation.SHORT, Degradation.ONE_MOMENT
+LIGHT = Degradation.LIGHT
 OPTIONS = DegradeOptions()
 
 
@@ -130,11 +131,12 @@ TWO_SENTENCES = ["First one is here. ", "Second one follows. ", "And a third."]
 def open_conv(workers: Workers, board: LoadBoard, transcript: str | FakeTranscriber,
               responder: FakeResponder,
               synthesizer: FakeSynthesizer | None = None, *, skills: bool = False,
-              spoken: bool = True) -> tuple[Conversation, list[ConversationEvent]]:
+              spoken: bool = True, light: FakeResponder | None = None,
+              ) -> tuple[Conversation, list[ConversationEvent]]:
     events: list[ConversationEvent] = []
     ear = FakeTranscriber(transcript) if isinstance(transcript, str) else transcript
     models = workers.models(ear, responder,
-                            synthesizer or FakeSynthesizer())
+                            synthesizer or FakeSynthesizer(), light=light)
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None,
                                   hold_ms=None, degrade=board.options)
     conv = Conversation(models, Speaker(), options, emit=events.append,
@@ -337,3 +339,55 @@ async def test_the_engines_conversations_share_its_board_and_its_counter_reaches
     assert "no-speculation" in b.turns[0].degraded
     text = Metrics(engine.stats.snapshot, lambda: 2).render().decode()
     assert 'apace_degraded_turns_total{kind="no-speculation"} 1.0' in text
+
+
+# --- the light tier ---
+
+
+def test_a_confirmed_reply_is_the_light_tiers_under_load_when_there_is_one() -> None:
+    assert LIGHT in decide(Load(1), DegradeOptions(), speculative=False, light=True).tags
+    assert LIGHT not in decide(Load(1), DegradeOptions(), speculative=False).tags
+    assert LIGHT not in decide(Load(0), DegradeOptions(), speculative=False, light=True).tags
+    assert LIGHT not in decide(Load(1), DegradeOptions(light_from=2), speculative=False,
+                               light=True).tags
+    assert decide(Load(3), DegradeOptions(), speculative=True, light=True).tags == {NO_SPEC}
+    # It waits for none of the others: no "One moment." for it.
+    slow = Load(3, oldest_wait_s=5.0)
+    assert MOMENT in decide(slow, DegradeOptions(), speculative=False).tags
+    assert MOMENT not in decide(slow, DegradeOptions(), speculative=False, light=True).tags
+    with pytest.raises(ValueError, match="light_from"):
+        DegradeOptions(light_from=0)
+
+
+async def test_under_load_the_light_tier_writes_the_reply_and_the_shared_llm_is_left_alone(
+    workers: Workers,
+) -> None:
+    board = LoadBoard()
+    board.light = True
+    slow = FakeResponder(SLOW, delay_s=0.02)
+    a, _ = open_conv(workers, board, "tell me a long story", slow)
+    b_main, b_light = FakeResponder(["From the big one."]), FakeResponder(["From the light one."])
+    b, _ = open_conv(workers, board, "what is a fox", b_main, light=b_light)
+    async with Mic(a) as mic_a, Mic(b) as mic_b:
+        await confirmed_in_flight(mic_a, slow)
+        await mic_b.say()
+        await mic_b.play_until(lambda: len(b.turns) == 1)
+    turn = b.turns[0]
+    assert turn.reply == "From the light one."
+    assert b_light.users == ["what is a fox"] and b_main.users == []
+    assert "light-tier" in turn.degraded and "one-moment" not in turn.degraded
+    assert b.stats.degraded["light-tier"] == 1
+
+
+async def test_alone_the_shared_llm_writes_the_reply_though_a_light_tier_is_there(
+    workers: Workers,
+) -> None:
+    board = LoadBoard()
+    board.light = True
+    main, light = FakeResponder(["From the big one."]), FakeResponder(["From the light one."])
+    conv, _ = open_conv(workers, board, "what is a fox", main, light=light)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert conv.turns[0].reply == "From the big one."
+    assert light.users == [] and conv.turns[0].degraded == ()
