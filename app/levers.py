@@ -123,8 +123,8 @@ LEVERS: tuple[Lever, ...] = (
            help="speak whole sentences only (no early first clause)"),
     Setting(name="first-clause-words", flag="--first-clause-words", metavar="N", type=int,
             sets="conversation.clauses.first_clause_max_words",
-            help="with no comma by N words, the first clause is cut before its next linking"
-            " word (default 7)"),
+            help="with no comma by N words, the first clause is cut before a linking word"
+            " with 3 words before it (default 4)"),
     Switch(name="drafts", flag="--no-drafts", sets={"llm.drafts": False, "engine.reply_cache": False},
            help="no draft-and-verify decoding (and no reply cache)"),
     Switch(name="prompt-lookup", flag="--prompt-lookup", sets={"llm.prompt_lookup": True},
