@@ -71,5 +71,10 @@ class Models:
         try:
             await self.llm_worker.run(self.responder.prefill, history,
                                       priority=Priority.BACKGROUND)
+            if self.light_responder is not None and self.light_worker is not None:
+                # The light tier too: under load it answers from the question's tokens
+                # alone, not the whole history read first (~1 s on 2 busy cores).
+                await self.light_worker.run(self.light_responder.prefill, history,
+                                            priority=Priority.BACKGROUND)
         except Exception:
             log.exception("prefill failed")
