@@ -187,6 +187,7 @@ def build_engine(settings: Settings, located: dict[str, Located] | None = None
 
 LIGHT_TIER = "smollm2-135m"
 LIGHT_CTX = 1024
+LIGHT_BATCH = 64
 """The light tier's tokens per conversation: the system prompt and a short history (its
 KV for 4 sequences then holds ~95 MB)."""
 
@@ -205,7 +206,10 @@ def light_tier(settings: Settings, llm_path: Path, cpu: CpuLock | None) -> Light
         return None
     light_options = replace(settings.llm, n_ctx=LIGHT_CTX, drafts=False, prompt_lookup=False,
                             draft_model=None)
-    shared = open_shared(path, light_options, sequences=options.llm_sequences, cpu=cpu)
+    # Small steps: its reading of a history (a few hundred tokens the first time it is
+    # asked) never holds the CPU lock long in one piece while another reply wants to speak.
+    shared = open_shared(path, light_options, sequences=options.llm_sequences, cpu=cpu,
+                         batch=LIGHT_BATCH)
 
     def open_light() -> ClosableResponder:
         seq = SeqResponder(shared, path.name, light_options)
@@ -218,6 +222,7 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore
     """The stateless skills every conversation shares, and the list store (per-conversation
     timers are added by the engine). The order matters: the first skill that answers wins."""
     from models.country_data import facts_skill
+    from models.element_data import elements_skill
     from models.place_data import world_clock_skill
     from pipeline.skills.clock import ClockSkill
     from pipeline.skills.convert import ConvertSkill
@@ -236,5 +241,5 @@ def stateless_skills(data_dir: str | None) -> tuple[list[Skill], SqliteListStore
     # Facts before the refusals: "what currency does Japan use" is data, not a live price.
     skills: list[Skill] = [HushSkill(), SocialSkill(), DayFollowUp(), ClockSkill(),
                            world_clock_skill(), MathSkill(), convert, SpellSkill(), facts_skill(),
-                           RefusalFollowUp(), OfflineSkill()]
+                           elements_skill(), RefusalFollowUp(), OfflineSkill()]
     return skills, store

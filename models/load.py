@@ -147,8 +147,8 @@ def open_responder(path: Path, options: LlmOptions, draft_stats: DraftStats | No
 
 
 def open_shared(path: Path, options: LlmOptions, *, sequences: int = 5,
-                cpu: CpuLock | None = None, draft_stats: DraftStats | None = None
-                ) -> SharedLlama:
+                cpu: CpuLock | None = None, draft_stats: DraftStats | None = None,
+                batch: int = 512) -> SharedLlama:
     """The LLM loaded once for every conversation (models/shared_llm.py), with KV for
     `sequences` - 1 conversations at a time (more are evicted and read again). The
     `Llama` object gives the vocabulary and chat template; its own context is a token one."""
@@ -159,7 +159,8 @@ def open_shared(path: Path, options: LlmOptions, *, sequences: int = 5,
                       n_threads_batch=options.threads, n_gpu_layers=options.gpu_layers,
                       verbose=False)
         shared = SharedLlama(llama, n_ctx=options.n_ctx, sequences=sequences,
-                             threads=options.threads, cpu=cpu, draft_stats=draft_stats)
+                             threads=options.threads, cpu=cpu, draft_stats=draft_stats,
+                             batch=batch)
     except (ValueError, RuntimeError, OSError) as error:
         raise ModelError(f"cannot load the GGUF model at {path}: {error}") from None
     shared.set_template(SeqResponder(shared, path.name, options).next_prompt_start([]))

@@ -398,7 +398,9 @@ class Conversation:
         if done.referent_changed:  # else the referent stands: asked again
             self.last_result = done.result
         if self._group is not None:  # read the next prompt's start while the user is silent
-            self._prefill = self._group.create_task(self.models.prefill_next(self.llm_history()))
+            light = self.load is not None and self.load.light and self.load.others(self) > 0
+            self._prefill = self._group.create_task(
+                self.models.prefill_next(self.llm_history(), light=light))
         self.turns.append(done.turn)
         self.stats.turns += 1
         for kind in done.turn.degraded:

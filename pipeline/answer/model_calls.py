@@ -65,15 +65,16 @@ class Models:
                                            priority=Priority.CONFIRMED)
         return np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
 
-    async def prefill_next(self, history: list[Message]) -> None:
+    async def prefill_next(self, history: list[Message], *, light: bool = False) -> None:
         """Read the next prompt's start while the user is silent. Idle work: a failure
         here must not end the conversation (it runs in its task group)."""
         try:
             await self.llm_worker.run(self.responder.prefill, history,
                                       priority=Priority.BACKGROUND)
-            if self.light_responder is not None and self.light_worker is not None:
-                # The light tier too: under load it answers from the question's tokens
-                # alone, not the whole history read first (~1 s on 2 busy cores).
+            if light and self.light_responder is not None and self.light_worker is not None:
+                # `light`: the light tier too (other conversations are open, so it may be
+                # asked): then it reads only the question, not the whole history (~1 s on
+                # 2 busy cores). Alone it is never asked: no CPU is spent on it.
                 await self.light_worker.run(self.light_responder.prefill, history,
                                             priority=Priority.BACKGROUND)
         except Exception:

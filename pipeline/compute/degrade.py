@@ -170,6 +170,10 @@ class LoadBoard:
         if user in self._users:
             self._users.remove(user)
 
+    def others(self, user: LlmUser) -> int:
+        """How many other conversations are open beside `user`."""
+        return sum(1 for other in self._users if other is not user)
+
     def load(self, excluding: LlmUser, t: float) -> Load:
         """What every session but `excluding` asks of the LLM at `t`."""
         uses = [use for user in self._users if user is not excluding

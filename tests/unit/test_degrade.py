@@ -393,8 +393,11 @@ async def test_alone_the_shared_llm_writes_the_reply_though_a_light_tier_is_ther
     assert light.users == [] and conv.turns[0].degraded == ()
 
 
-async def test_after_a_turn_the_light_tier_reads_the_history_too(workers: Workers) -> None:
-    """So that under load it has only the question to read, not the whole conversation."""
+async def test_after_a_turn_the_light_tier_reads_the_history_while_others_are_open(
+    workers: Workers,
+) -> None:
+    """So that under load it has only the question to read, not the whole conversation;
+    alone it is never asked, so it reads nothing."""
     board = LoadBoard()
     board.light = True
     main, light = FakeResponder(["From the big one."]), FakeResponder(["From the light one."])
@@ -402,7 +405,15 @@ async def test_after_a_turn_the_light_tier_reads_the_history_too(workers: Worker
     async with Mic(conv) as mic:
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
-        await until(lambda: bool(light.prefills), what="the light tier's prefill")
-    history, thread = light.prefills[-1]
+        await until(lambda: bool(main.prefills), what="the shared LLM's prefill")
+    assert light.prefills == []
+    other_light = FakeResponder(["From the light one."])
+    open_conv(workers, board, "hello", FakeResponder(["Hi."]))  # another conversation opens
+    conv, _ = open_conv(workers, board, "what is a fox", main, light=other_light)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+        await until(lambda: bool(other_light.prefills), what="the light tier's prefill")
+    history, thread = other_light.prefills[-1]
     assert [m.content for m in history] == ["what is a fox", "From the big one."]
     assert thread == "apace-llm-light"  # its own worker's thread
