@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from hassil import Intents
 
+from models.intents import skill_phrasings
 from pipeline.skills.countries import Country
 from pipeline.skills.facts import FactsSkill
 
@@ -38,11 +39,9 @@ def facts_skill(countries: tuple[Country, ...] | None = None) -> FactsSkill:
                       phrasings=facts_phrasings(), source=source())
 
 
-@cache
 def facts_phrasings() -> Intents:
     """pipeline/skills/facts.yaml (package data): the facts skill's hassil templates."""
-    text = resources.files("pipeline.skills").joinpath("facts.yaml").read_text("utf-8")
-    return Intents.from_dict(yaml.safe_load(text))
+    return skill_phrasings("facts.yaml")
 
 
 def source() -> str:

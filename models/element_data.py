@@ -9,11 +9,11 @@ neutron (element 0 in that package) is left out.
 from __future__ import annotations
 
 from functools import cache
-from importlib import metadata, resources
+from importlib import metadata
 
-import yaml
 from hassil import Intents
 
+from models.intents import skill_phrasings
 from pipeline.skills.elements import Element, ElementsSkill
 
 
@@ -21,10 +21,8 @@ def elements_skill() -> ElementsSkill:
     return ElementsSkill(load_elements(), phrasings=elements_phrasings(), source=source())
 
 
-@cache
 def elements_phrasings() -> Intents:
-    text = resources.files("pipeline.skills").joinpath("elements.yaml").read_text("utf-8")
-    return Intents.from_dict(yaml.safe_load(text))
+    return skill_phrasings("elements.yaml")
 
 
 def source() -> str:

@@ -62,6 +62,14 @@ def apace_sentences(language: str = "en") -> dict[str, Any]:
 
 
 @functools.cache
+def skill_phrasings(filename: str) -> Intents:
+    """A skill's own hassil templates, `pipeline/skills/<filename>` (package data): the
+    facts, world clock and elements skills' phrasings."""
+    text = (files("pipeline.skills") / filename).read_text(encoding="utf-8")
+    return Intents.from_dict(yaml.safe_load(text))
+
+
+@functools.cache
 def load_intents(language: str = "en") -> Intents:
     """HA's sentences with apace's added (same-named intents gain apace's data blocks)."""
     merged = ha_sentences(language)

@@ -22,14 +22,14 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from importlib import metadata, resources
+from importlib import metadata
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from hassil import Intents
 
 from models.country_data import load_countries
+from models.intents import skill_phrasings
 from pipeline.skills.world_clock import Place, WorldClockSkill, place_key
 
 MIN_POPULATION = 100_000
@@ -47,10 +47,8 @@ def world_clock_skill() -> WorldClockSkill:
     return WorldClockSkill(load_places(), phrasings=world_clock_phrasings(), source=source())
 
 
-@cache
 def world_clock_phrasings() -> Intents:
-    text = resources.files("pipeline.skills").joinpath("world_clock.yaml").read_text("utf-8")
-    return Intents.from_dict(yaml.safe_load(text))
+    return skill_phrasings("world_clock.yaml")
 
 
 def source() -> str:
@@ -75,12 +73,13 @@ def load_places() -> dict[str, Place]:
     kept = [c for c in cities if c["population"] >= MIN_POPULATION
             or (c["countrycode"], c["name"].lower()) in capitals]
     places: dict[str, Place] = {}
-    for city in kept:  # most populous first: it keeps a shared name
-        if (where := _place(city["name"], city["timezone"])) is not None:
-            places.setdefault(place_key(city["name"]), where)
-    for city in (c for c in kept if c["population"] >= ALIASED_POPULATION):
-        for alias in city["alternatenames"]:
-            if _PLAIN_NAME.match(alias) and (where := _place(city["name"], city["timezone"])):
+    found = [(city, where) for city in kept
+             if (where := _place(city["name"], city["timezone"])) is not None]
+    for city, where in found:  # most populous first: it keeps a shared name
+        places.setdefault(place_key(city["name"]), where)
+    for city, where in found:  # then the big cities' other names, where still free
+        if city["population"] >= ALIASED_POPULATION:
+            for alias in filter(_PLAIN_NAME.match, city["alternatenames"]):
                 places.setdefault(place_key(alias), where)
     biggest: dict[tuple[str, str], dict[str, Any]] = {}
     for city in cities:  # by country and name, and by US state ("" for the name)

@@ -379,25 +379,10 @@ async def test_under_load_the_light_tier_writes_the_reply_and_the_shared_llm_is_
     assert b.stats.degraded["light-tier"] == 1
 
 
-async def test_alone_the_shared_llm_writes_the_reply_though_a_light_tier_is_there(
+async def test_alone_the_shared_llm_writes_the_reply_and_the_light_tier_reads_nothing(
     workers: Workers,
 ) -> None:
-    board = LoadBoard()
-    board.light = True
-    main, light = FakeResponder(["From the big one."]), FakeResponder(["From the light one."])
-    conv, _ = open_conv(workers, board, "what is a fox", main, light=light)
-    async with Mic(conv) as mic:
-        await mic.say()
-        await mic.play_until(lambda: len(conv.turns) == 1)
-    assert conv.turns[0].reply == "From the big one."
-    assert light.users == [] and conv.turns[0].degraded == ()
-
-
-async def test_after_a_turn_the_light_tier_reads_the_history_while_others_are_open(
-    workers: Workers,
-) -> None:
-    """So that under load it has only the question to read, not the whole conversation;
-    alone it is never asked, so it reads nothing."""
+    """Alone, a conversation never asks the light tier, so no CPU is spent on it."""
     board = LoadBoard()
     board.light = True
     main, light = FakeResponder(["From the big one."]), FakeResponder(["From the light one."])
@@ -406,14 +391,25 @@ async def test_after_a_turn_the_light_tier_reads_the_history_while_others_are_op
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
         await until(lambda: bool(main.prefills), what="the shared LLM's prefill")
-    assert light.prefills == []
-    other_light = FakeResponder(["From the light one."])
-    open_conv(workers, board, "hello", FakeResponder(["Hi."]))  # another conversation opens
-    conv, _ = open_conv(workers, board, "what is a fox", main, light=other_light)
+        await asyncio.sleep(0.2)  # the light tier's read would come next, on its worker
+    assert conv.turns[0].reply == "From the big one."
+    assert light.users == [] and light.prefills == [] and conv.turns[0].degraded == ()
+
+
+async def test_after_a_turn_the_light_tier_reads_the_history_while_others_are_open(
+    workers: Workers,
+) -> None:
+    """So that under load it has only the question to read, not the whole conversation."""
+    board = LoadBoard()
+    board.light = True
+    open_conv(workers, board, "hello", FakeResponder(["Hi."]))  # another conversation, open
+    light = FakeResponder(["From the light one."])
+    conv, _ = open_conv(workers, board, "what is a fox", FakeResponder(["From the big one."]),
+                        light=light)
     async with Mic(conv) as mic:
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
-        await until(lambda: bool(other_light.prefills), what="the light tier's prefill")
-    history, thread = other_light.prefills[-1]
+        await until(lambda: bool(light.prefills), what="the light tier's prefill")
+    history, thread = light.prefills[-1]
     assert [m.content for m in history] == ["what is a fox", "From the big one."]
     assert thread == "apace-llm-light"  # its own worker's thread
