@@ -24,7 +24,13 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from app.bench.conversations import EVENTS, ConversationSpec, TurnSpec, conversation_set
+from app.bench.conversations import (
+    EVENTS,
+    SPLITS,
+    ConversationSpec,
+    TurnSpec,
+    conversation_set,
+)
 from app.bench.latency import Utterance
 from app.bench.quality_report import QualityResult, TurnOutcome, report, save
 from app.bench.voices import make_utterances, utterance_key, voice_for
@@ -279,13 +285,16 @@ def parse_compare(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def bench_quality(*, url: str | None, out: Path, server_args: Sequence[str] = (),
                   compare: Sequence[str] = (), only: Sequence[str] = (),
+                  files: Sequence[Path] = (),
                   options: RunOptions = RunOptions()) -> list[QualityResult]:
-    """Run the conversations on the default configuration and each `--compare` one."""
+    """Run the conversations on the default configuration and each `--compare` one;
+    `files`: these conversation files instead of the shipped ones, scored as held out
+    (spoken in the other voices) but shown turn by turn: a dev split to look into."""
     from app.serve import use_loopback_candidates
 
     use_loopback_candidates()
     configs = [("default", []), *parse_compare(compare)]
-    conversations = conversation_set(only)
+    conversations = conversation_set(only, files=[(f, "held_out") for f in files] or SPLITS)
     utterances = make_utterances(conversations)
     results: list[QualityResult] = []
     for name, flags in configs:

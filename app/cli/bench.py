@@ -27,8 +27,8 @@ def command(args: argparse.Namespace) -> int:
         return _bench_room(args)
     if args.sessions is not None:
         return _bench_sessions(args)
-    if args.compare or args.only:
-        raise UsageError("--compare and --only go with --quality")
+    if args.compare or args.only or args.conversations:
+        raise UsageError("--compare, --only and --conversations go with --quality")
     if args.rounds < 1:
         raise UsageError("--rounds must be at least 1")
     folder = Path(args.utterances) if args.utterances else None
@@ -59,6 +59,7 @@ def _bench_quality(args: argparse.Namespace) -> int:
     try:
         bench_quality(url=args.url, out=Path(args.out), server_args=args.server_arg or (),
                       compare=args.compare or (), only=args.only or (),
+                      files=[Path(f) for f in args.conversations or ()],
                       options=RunOptions(transport=transports[0]))
     except (ValueError, RuntimeError) as error:
         raise UsageError(str(error)) from None
@@ -162,6 +163,10 @@ def bench_flags(bench: argparse.ArgumentParser) -> None:
                        " \"qwen0.5=--llm-model /path.gguf\" (repeatable)")
     bench.add_argument("--only", action="append", metavar="NAME",
                        help="with --quality: run only this conversation (repeatable)")
+    bench.add_argument("--conversations", action="append", metavar="FILE",
+                       help="with --quality: the conversations of this TOML file instead of the"
+                       " shipped ones, as a dev split of its own, in the held-out voices"
+                       " (repeatable; e.g. a new draw of app.bench.blind_sample --out FILE)")
     bench.add_argument("--asr", action="store_true",
                        help="word error rate and ASR time per Whisper tier, vocabulary bias"
                        " off and on, on the shipped spoken set (asr.json/.png)")

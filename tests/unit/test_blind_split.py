@@ -275,3 +275,32 @@ def test_the_report_shows_the_blind_set_beside_the_held_out_one(
     assert "1 held-out turns were spoken by the Piper voice instead" in capsys.readouterr().out
     saved = (tmp_path / "bench_quality.json").read_text()
     assert '"voice": "piper x0.85"' in saved and '"blind": true' in saved
+
+
+def test_a_dev_file_replaces_the_shipped_conversations_and_is_spoken_as_held_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = tmp_path / "dev.toml"
+    dev.write_text('[[conversation]]\nname = "dev1-a"\n[[conversation.turn]]\n'
+                   'say = "Set a timer for two minutes."\nrefusal = false\n')
+    seen: list[list[ConversationSpec]] = []
+
+    async def run_config(server: Any, name: str, flags: Any, conversations: Any,
+                         utterances: Any, options: Any) -> QualityResult:
+        seen.append(conversations)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(quality, "run_config", run_config)
+    monkeypatch.setattr(quality, "make_utterances", lambda conversations: {})
+    with pytest.raises(RuntimeError, match="stop here"):
+        quality.bench_quality(url="http://127.0.0.1:9", out=tmp_path / "out", files=[dev])
+    (ran,) = seen
+    assert [c.name for c in ran] == ["dev1-a"]
+    assert ran[0].held_out and not ran[0].blind
+
+
+def test_conversations_without_quality_is_a_usage_error_naming_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    assert main(["bench", "--conversations", "dev.toml"]) == 2
+    assert "--conversations go with --quality" in capsys.readouterr().err
