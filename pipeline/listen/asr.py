@@ -122,7 +122,8 @@ def drop_repeats(text: str) -> str:
     necessary? How do" for one question (17 of 87 live turns, measured). Loops go too
     (`drop_loops`)."""
     text = drop_loops(text)
-    pieces = [p for p in _SENTENCE_END.split(text.strip()) if p]
+    said = [p for p in _SENTENCE_END.split(text.strip()) if p]
+    pieces = [_once(p) for p in said]
     kept: list[str] = []
     for piece in pieces:
         key = _key(piece)
@@ -132,7 +133,17 @@ def drop_repeats(text: str) -> str:
         if kept and not ends and key and _key(kept[0]).startswith(key):
             continue  # a repeat cut short by the token cap
         kept.append(piece)
-    return " ".join(kept) if kept and len(kept) < len(pieces) else text
+    return " ".join(kept) if kept and (len(kept) < len(pieces) or pieces != said) else text
+
+
+def _once(sentence: str) -> str:
+    """ "Pause my timer, pause my timer." said once: a clause repeated after a comma."""
+    clauses = sentence.split(",")
+    first = _key(clauses[0])
+    if len(clauses) > 1 and re.search("[a-z]", first) and all(_key(c) == first for c in clauses):
+        end = sentence.rstrip()[-1:]
+        return clauses[0].strip() + (end if end in ".?!" else "")
+    return sentence
 
 
 def _key(sentence: str) -> str:

@@ -15,9 +15,16 @@ from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.intents import Recognised
 from pipeline.skills.timer_phrases import SetTimer, Target, point_of_view
 from pipeline.skills.timer_store import Timer
-from pipeline.skills.timers import CANNOT_RING, TimerSkill, left_on, matching, nothing_matches
+from pipeline.skills.timers import (
+    CANNOT_RING,
+    TimerSkill,
+    left_on_each,
+    matching,
+    nothing_matches,
+    which_one,
+)
 from pipeline.skills.when import find_clock
-from pipeline.skills.words import join_words, parse_duration, say_duration, say_remaining
+from pipeline.skills.words import parse_duration, say_duration, say_remaining
 
 _VERBS = {"HassPauseTimer": "pause", "HassUnpauseTimer": "resume",
           "HassIncreaseTimer": "add time to", "HassDecreaseTimer": "take time off"}
@@ -123,7 +130,7 @@ class TimerIntents:
         def remember() -> None:
             self._focus = ids
 
-        return self._say(" ".join(left_on(t, ctx) for t in timers), remember)
+        return self._say(left_on_each(timers, ctx), remember)
 
     def _change(self, found: Recognised, target: Target, ctx: SkillContext) -> SkillReply | None:
         verb = _VERBS[found.intent]
@@ -183,8 +190,7 @@ class TimerIntents:
             chosen = [t for t in chosen if t.id in self._focus] or chosen
         if len(chosen) == 1:
             return chosen[0]
-        names = join_words([f"the {t.label}" for t in chosen]).replace(" and ", " or ")
-        return f"Which one should I {verb}: {names}?"
+        return which_one(verb, [f"the {t.label}" for t in chosen])
 
 
 def _target(found: Recognised) -> Target | None:
@@ -197,9 +203,21 @@ def _target(found: Recognised) -> Target | None:
         seconds = parse_duration(said)  # apace's "pause the {duration} timer"
         if seconds is None:
             return None
-    if name is not None and (length := parse_duration(name)) is not None:
+    if name is not None and (length := _duration_named(name)) is not None:
         name, seconds = None, length  # "the {name} timer" heard as "the 1 hour timer"
     return Target(kind="timer", name=name, seconds=seconds)
+
+
+_LEADING = frozenset({"for", "a", "an", "the", "my"})
+
+
+def _duration_named(name: str) -> float | None:
+    """The length a {name} wildcard holds, if it is one: "1 hour", "for 2 hour" (from
+    "continue for 2 hour timer", Whisper's "the" heard as "for")."""
+    words = name.split()
+    while words and words[0] in _LEADING:
+        words = words[1:]
+    return parse_duration(" ".join(words)) if words else None
 
 
 def _cap(text: str) -> str:

@@ -169,8 +169,7 @@ class TimerSkill:
             running = [t for t in running if t.kind == "timer"] or running
         if not running:
             return nothing_matches(target, self._timers.active())
-        lines = [left_on(t, ctx) for t in running]
-        return " ".join(lines)
+        return left_on_each(running, ctx)
 
     def stop(self, target: Target, ctx: SkillContext) -> SkillReply:
         """Cancel what `target` means (at commit); ask which when several could be meant."""
@@ -179,12 +178,10 @@ class TimerSkill:
         if not chosen:
             return self._say(nothing_matches(target, everything))
         if len(chosen) > 1 and not target.every and target.name is None:
-            names = join_words([f"the {t.label}" if t.kind == "timer" else _describe(t, ctx.monotonic)
-                                for t in chosen])
-            return self._say(
-                f"You have {len(chosen)} {_NOUNS[target.kind]}: {names}. Which one should I cancel? "
-                f"Or say cancel all {_NOUNS[target.kind]}."
-            )
+            names = [f"the {t.label}" if t.kind == "timer" else _describe(t, ctx.monotonic)
+                     for t in chosen]
+            noun = _NOUNS[target.kind]
+            return self._say(f"{which_one('cancel', names, noun)} Or say cancel all {noun}.")
         ids, timers = [t.id for t in chosen], self._timers
         if len(chosen) == 1:
             text = _cancelled_text(chosen[0])
@@ -228,6 +225,32 @@ def nothing_matches(target: Target, running: list[Timer]) -> str:
     if target.seconds is not None and running:
         return f"There's no {timer_label(None, target.seconds)} running."
     return _NONE_RUNNING[target.kind]
+
+
+_NAMED_AT_MOST = 3
+"""A question or an answer names at most this many timers: a spoken list of five is lost."""
+
+
+def which_one(verb: str, things: list[str], noun: str = "timers") -> str:
+    """One short question: "Which one should I pause: the eggs timer or the pizza timer?"
+    (more than three: the first three "or another")."""
+    if len(things) <= _NAMED_AT_MOST:
+        return f"Which one should I {verb}: {join_words(things, last='or')}?"
+    named = ", ".join(things[:_NAMED_AT_MOST])
+    return f"Which of your {len(things)} {noun} should I {verb}: {named} or another?"
+
+
+def left_on_each(timers: list[Timer], ctx: SkillContext) -> str:
+    """The time left on each of `timers`; on more than two, how many and the next to ring
+    (a sentence per timer is too long to listen to)."""
+    if len(timers) <= 2:
+        return " ".join(left_on(t, ctx) for t in timers)
+    kinds = {t.kind for t in timers}
+    noun = _NOUNS[kinds.pop()] if len(kinds) == 1 else "timers and alarms"
+    ticking = [t for t in timers if not t.paused] or timers
+    soonest = min(ticking, key=lambda t: Timers.remaining(t, ctx.monotonic))
+    first = left_on(soonest, ctx)
+    return f"You have {len(timers)} {noun} running. Next: {first[:1].lower()}{first[1:]}"
 
 
 def left_on(timer: Timer, ctx: SkillContext) -> str:

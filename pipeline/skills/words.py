@@ -172,8 +172,9 @@ def article_for(number: float) -> str:
     return "an" if num2words(int(number)).startswith(("eight", "eleven")) else "a"
 
 
-def join_words(items: list[str]) -> str:
-    """ "eggs", "eggs and butter", "eggs, butter and milk": a list as it is read out."""
+def join_words(items: list[str], last: str = "and") -> str:
+    """ "eggs", "eggs and butter", "eggs, butter and milk": a list as it is read out
+    (`last="or"`: "eggs, butter or milk", the "and" inside an item left alone)."""
     if len(items) <= 1:
         return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+    return ", ".join(items[:-1]) + f" {last} " + items[-1]

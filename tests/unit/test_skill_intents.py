@@ -140,6 +140,38 @@ def test_pause_with_two_running_asks_which_and_changes_nothing() -> None:
     assert not any(t.paused for t in timers.active())
 
 
+def test_which_one_keeps_the_and_inside_a_timers_name() -> None:
+    _, router = running((None, 3400), (None, 600))
+    assert say(router, "pause the timer").text == (
+        "Which one should I pause: the 10 minute timer or the timer for 56 minutes and 40 seconds?")
+
+
+def test_which_one_of_many_names_three_in_one_question() -> None:
+    timers, router = running(*((name, 600 + 60 * i) for i, name in
+                               enumerate(["eggs", "pizza", "rice", "tea", "bread"])))
+    reply = say(router, "pause the timer")
+    assert reply.text == ("Which of your 5 timers should I pause: the eggs timer, the pizza "
+                          "timer, the rice timer or another?")
+    stop = say(router, "cancel the timer")
+    assert stop.text.count(".") + stop.text.count("?") == 2 and "cancel all timers" in stop.text
+    assert len(timers.active()) == 5
+
+
+def test_time_left_on_many_timers_is_how_many_and_the_next_to_ring() -> None:
+    _, router = running(("eggs", 900), ("pizza", 300), ("rice", 1200))
+    say(router, "pause the pizza timer")
+    assert say(router, "how much time is left on my timers", later_s=60).text == (
+        "You have 3 timers running. Next: about 14 minutes left on the eggs timer.")
+
+
+@pytest.mark.parametrize("transcript", ["Continue for 2 hour timer", "resume the 2 hour timer"])
+def test_a_length_heard_with_a_leading_word_still_picks_the_timer(transcript: str) -> None:
+    timers, router = running(("pizza", 600), (None, 7200))
+    say(router, "pause the 2 hour timer")
+    say(router, transcript, later_s=60)
+    assert [t.paused for t in timers.active()] == [False, False]
+
+
 @pytest.mark.parametrize(
     ("transcript", "change"),
     [

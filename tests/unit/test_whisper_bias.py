@@ -142,6 +142,10 @@ def test_report_puts_tiers_and_bias_side_by_side() -> None:
     ("What is it? It is a cat.", "What is it? It is a cat."),
     ("No. No, thanks.", "No. No, thanks."),
     ("Set a timer for 3.5 minutes.", "Set a timer for 3.5 minutes."),
+    ("Pause my timer, pause my timer.", "Pause my timer."),  # a clause said again
+    ("Pause my timer, pause my timer, pause my timer", "Pause my timer"),
+    ("Add eggs, eggs and milk.", "Add eggs, eggs and milk."),
+    ("What is 100,100?", "What is 100,100?"),
 ])
 def test_a_sentence_whisper_says_twice_is_kept_once(heard: str, kept: str) -> None:
     assert drop_repeats(heard) == kept
