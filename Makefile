@@ -101,7 +101,9 @@ soak: venv
 
 venv: $(VENV_DIR)/.complete
 	@ln -sfn "$(VENV_DIR)" $(VENV)
-	@$(VENV_DIR)/bin/python -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+	@# The editable re-install is quiet: setuptools warns at every one that an editable
+	@# install has a top-level web/ folder (the page, app.web by design). Errors still show.
+	@PYTHONWARNINGS="ignore::UserWarning" $(VENV_DIR)/bin/python -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
 
 $(VENV_DIR)/.complete:
 	bash .ci/venv-recipe "$(PYTHON)" "$(VENV_DIR)"

@@ -13,6 +13,9 @@ from app.web_dir import web_dir
 REPO = Path(__file__).resolve().parents[2]
 SETUPTOOLS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
 CODE = ("app", "pipeline", "models")
+DATA_ONLY = {"app.web", "pipeline.skills.sentences"}
+"""Packages of data alone (the page; the skills' hassil sentences): setuptools wants a
+folder of package data listed as a package of its own, or it warns at every install."""
 
 
 def package_folder(name: str) -> Path:
@@ -25,14 +28,14 @@ def test_every_folder_of_code_is_a_package_of_the_wheel_and_nothing_else_is() ->
                for top in CODE for path in (REPO / top).rglob("*.py")}
     listed = set(SETUPTOOLS["packages"])
     assert in_tree - listed == set(), "add these to [tool.setuptools] packages"
-    assert listed - in_tree == {"app.web"}  # the page's files, below
+    assert listed - in_tree == DATA_ONLY  # the page's files, below
     assert {name.split(".")[0] for name in listed} == set(CODE)
 
 
 def test_every_package_of_code_has_an_init_file() -> None:
     # A folder without one is a namespace package: setuptools' discovery skips those.
     for name in SETUPTOOLS["packages"]:
-        if name != "app.web":
+        if name not in DATA_ONLY:
             assert (package_folder(name) / "__init__.py").is_file(), name
 
 
@@ -50,6 +53,13 @@ def test_the_bench_data_files_are_package_data() -> None:
             if path.suffix not in (".py", ".pyc") and path.is_file()]
     assert data and [name for name in data
                      if not any(fnmatch.fnmatch(name, p) for p in patterns)] == []
+
+
+def test_every_data_only_package_ships_all_its_files() -> None:
+    for name in DATA_ONLY - {"app.web"}:
+        patterns = SETUPTOOLS["package-data"][name]
+        files = [path.name for path in package_folder(name).iterdir() if path.is_file()]
+        assert files and [f for f in files if not any(fnmatch.fnmatch(f, p) for p in patterns)] == []
 
 
 def test_in_a_checkout_the_page_is_web_at_the_top() -> None:
