@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from pipeline.skills.base import SkillContext, SkillReply
 from pipeline.skills.intents import Recognised, Recognizer
+from pipeline.skills.soundalike import sounds_like
 from pipeline.skills.timer_intents import TimerIntents
 
 PLAIN: Mapping[str, Callable[[Recognised], str | None]] = {
@@ -36,6 +37,26 @@ _KEEPS_WORDS = frozenset({"HassShoppingListAddItem"})
 of "add apples, pears and milk to my list" (the list skill reads `ctx.transcript`)."""
 
 
+TIMER_VERBS = ("pause", "resume", "continue", "unpause", "cancel", "stop", "add", "remove",
+               "subtract", "increase", "decrease", "set", "start", "create")
+"""The verbs a timer request starts with (Home Assistant's timer sentences and apace's)."""
+_VERB_CUTOFF = 0.7
+"""How close the first word's sound must be to one verb (and closer than to any other):
+"post" is 0.75 of "pause", "council" 1.0 of "cancel", "assume" 0.91 of "resume"."""
+
+
+def timer_verb_respelled(text: str) -> str | None:
+    """`text` with its first word taken for the timer verb it sounds like ("post my timer" →
+    "pause my timer", "council the timer" → "cancel the timer"), when the words are about a
+    timer and start with no verb; None otherwise. Tiny.en mishears a short verb said first
+    more than any other word of a timer request (the dev split's espeak-ng voices)."""
+    words = text.split()
+    if len(words) < 2 or not {"timer", "timers"} & set(words) or words[0] in TIMER_VERBS:
+        return None
+    verb = sounds_like(words[0], TIMER_VERBS, cutoff=_VERB_CUTOFF)
+    return None if verb is None else " ".join([verb, *words[1:]])
+
+
 class IntentSkill:
     """Recognises with hassil; timer intents go to `timers`, the rest to `others`."""
 
@@ -50,6 +71,17 @@ class IntentSkill:
     def answer(self, text: str, ctx: SkillContext) -> SkillReply | None:
         for found in self._recognizer.recognise(text):
             if (reply := self._answer(found, ctx)) is not None:
+                return reply
+        return None
+
+    def answer_misheard(self, text: str, ctx: SkillContext) -> SkillReply | None:
+        """A timer request whose first word was misheard (`timer_verb_respelled`), tried only
+        when no skill took the words as heard: the sentence must still be a timer intent."""
+        respelled = timer_verb_respelled(text)
+        if respelled is None:
+            return None
+        for found in self._recognizer.recognise(respelled):
+            if found.intent not in PLAIN and (reply := self._timers.answer(found, ctx)) is not None:
                 return reply
         return None
 

@@ -20,6 +20,7 @@ from pipeline.skills.timer_store import Timers
 from pipeline.skills.timers import TimerSkill
 
 log = logging.getLogger(__name__)
+Answer = Callable[[str, SkillContext], SkillReply | None]
 
 
 class Skills:
@@ -27,8 +28,12 @@ class Skills:
     work (hassil ~0.5 ms median, ~1 ms p95: docs/intents.md; a conversion heard with a
     unit wrong, ~1 ms: soundalike), so it may run on the event loop."""
 
-    def __init__(self, skills: Sequence[Skill]) -> None:
+    def __init__(self, skills: Sequence[Skill], *,
+                 last_resort: Answer | None = None
+                 ) -> None:
         self._skills = tuple(skills)
+        self._last_resort = last_resort
+        """Asked when no skill took the words as heard (a timer verb misheard)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -43,11 +48,14 @@ class Skills:
         text = normalise(transcript)
         if not text:
             return None
-        for skill in self._skills:
+        asked: list[tuple[str, Answer]] = [(skill.name, skill.answer) for skill in self._skills]
+        if self._last_resort is not None:
+            asked.append(("intent", self._last_resort))
+        for name, answer in asked:
             try:
-                reply = skill.answer(text, ctx)
+                reply = answer(text, ctx)
             except Exception:
-                log.exception("skill %s failed on %r; skipped", skill.name, text)
+                log.exception("skill %s failed on %r; skipped", name, text)
                 continue
             if reply is not None:
                 if reply.refusal and reply.result is None:  # "and tomorrow?" is refused too
@@ -55,7 +63,7 @@ class Skills:
                         skill=reply.skill, kind="refusal", topic=reply.text))
                 if reply.action is None:
                     return reply
-                return replace(reply, action=_once(reply.action, skill.name))
+                return replace(reply, action=_once(reply.action, name))
         return None
 
 
@@ -90,5 +98,6 @@ def default_skills(
     if recognizer is not None:
         # An intent that is not a timer's is answered by the skill that already answers
         # its plain request ("what time is it"): the phrase-matching skills, in order.
-        skills.insert(0, IntentSkill(recognizer, TimerIntents(timer_skill), Skills(skills).answer))
+        intents = IntentSkill(recognizer, TimerIntents(timer_skill), Skills(skills).answer)
+        return Skills([intents, *skills], last_resort=intents.answer_misheard)
     return Skills(skills)

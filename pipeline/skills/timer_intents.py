@@ -21,6 +21,7 @@ from pipeline.skills.timers import (
     left_on_each,
     matching,
     nothing_matches,
+    told_apart,
     which_one,
 )
 from pipeline.skills.when import find_clock
@@ -139,7 +140,7 @@ class TimerIntents:
             return None
         if verb.startswith("take"):
             delta = -delta
-        picked = self._pick(target, verb)
+        picked = self._pick(target, verb, ctx.monotonic)
         if isinstance(picked, str):
             return self._say(picked)
         if not self._timers.rings:
@@ -174,7 +175,7 @@ class TimerIntents:
         return self._say(f"{done} {say_duration(abs(delta))} {where} the {timer.label}: "
                          f"{say_remaining(left)} left.", change)
 
-    def _pick(self, target: Target, verb: str) -> Timer | str:
+    def _pick(self, target: Target, verb: str, now: float) -> Timer | str:
         """The one timer `target` means, or what to say instead: none running, or which?
 
         Several could be meant: the obvious one is taken (the only one running for
@@ -188,9 +189,10 @@ class TimerIntents:
             chosen = [t for t in chosen if t.paused == (verb == "resume")] or chosen
         if len(chosen) > 1:
             chosen = [t for t in chosen if t.id in self._focus] or chosen
-        if len(chosen) == 1:
-            return chosen[0]
-        return which_one(verb, [f"the {t.label}" for t in chosen])
+        names = told_apart(chosen, now)
+        if len(chosen) == 1 or len(set(names)) == 1:
+            return chosen[0]  # alike in every way the user could say: the first to ring
+        return which_one(verb, names)
 
 
 def _target(found: Recognised) -> Target | None:

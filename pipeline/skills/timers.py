@@ -177,9 +177,10 @@ class TimerSkill:
         chosen = matching(everything, target)
         if not chosen:
             return self._say(nothing_matches(target, everything))
+        names = told_apart(chosen, ctx.monotonic)
+        if len(set(names)) == 1 and not target.every:
+            chosen = chosen[:1]  # alike in every way the user could say: the first to ring
         if len(chosen) > 1 and not target.every and target.name is None:
-            names = [f"the {t.label}" if t.kind == "timer" else _describe(t, ctx.monotonic)
-                     for t in chosen]
             noun = _NOUNS[target.kind]
             return self._say(f"{which_one('cancel', names, noun)} Or say cancel all {noun}.")
         ids, timers = [t.id for t in chosen], self._timers
@@ -231,9 +232,18 @@ _NAMED_AT_MOST = 3
 """A question or an answer names at most this many timers: a spoken list of five is lost."""
 
 
+def told_apart(timers: list[Timer], now: float) -> list[str]:
+    """How to name each of `timers` in a question: "the pasta timer", and where two share a
+    label, by their time left ("the 30 minute timer with 12 minutes left")."""
+    labels = [t.label for t in timers]
+    return [_describe(t, now) if t.kind != "timer" or labels.count(t.label) > 1
+            else f"the {t.label}" for t in timers]
+
+
 def which_one(verb: str, things: list[str], noun: str = "timers") -> str:
     """One short question: "Which one should I pause: the eggs timer or the pizza timer?"
     (more than three: the first three "or another")."""
+    things = list(dict.fromkeys(things))
     if len(things) <= _NAMED_AT_MOST:
         return f"Which one should I {verb}: {join_words(things, last='or')}?"
     named = ", ".join(things[:_NAMED_AT_MOST])

@@ -35,8 +35,12 @@ def to_digits(text: str) -> str:
 
 
 _NUM = r"\d+(?:\.\d+)?"
-_FRACTION_WORDS = {"a half": 0.5, "a quarter": 0.25, "3 quarters": 0.75}
+_FRACTION_WORDS = {"a half": 0.5, "a quarter": 0.25, "3 quarters": 0.75,
+                   "half": 0.5, "the half": 0.5}
 _FRACTION = r"(?:a half|a quarter|3 quarters)"
+_PRE_FRACTION = r"(?:a half|a quarter|3 quarters|half|the half)"
+"""Before a unit, also "1 and half hour" (Home Assistant's own phrasing) and Whisper's "1 and
+the half hour"."""
 _NUMBER = re.compile(
     rf"^(?P<neg>minus |negative |-)?(?:an? )?(?P<int>{_NUM})(?: and (?P<frac>{_FRACTION}))?$"
 )
@@ -65,7 +69,7 @@ _UNIT_WORDS = r"sec(?:ond)?s?|min(?:ute)?s?|hours?|hrs?|days?"
 _UNIT = rf"(?P<unit>{_UNIT_WORDS})"
 _QTY = rf"(?P<qty>{_NUM}|an?|a couple(?: of)?)"
 _COMPONENT = re.compile(
-    rf"(?<![\w.])(?:{_QTY} (?:and (?P<pre>{_FRACTION}) )?{_UNIT}(?: and (?P<post>a half|a quarter))?\b"
+    rf"(?<![\w.])(?:{_QTY} (?:and (?P<pre>{_PRE_FRACTION}) )?{_UNIT}(?: and (?P<post>a half|a quarter))?\b"
     rf"|(?:a |1/2 )?half (?:an? )?(?P<half>{_UNIT_WORDS})\b|1/2 (?:an? )?(?P<half2>{_UNIT_WORDS})\b"
     rf"|(?:a |1 |(?P<three>3) )?(?P<quarter>quarters?) (?:of )?(?:an? )?hour\b)"
 )

@@ -357,3 +357,54 @@ def test_adding_time_with_no_timer_running_starts_none() -> None:
     timers = Timers()
     assert say(skills(timers), "Add 5 minutes to the timer.").text == "No timers are running."
     assert timers.active() == []
+
+
+@pytest.mark.parametrize(("heard", "paused"), [
+    ("Post timer.", True),  # tiny.en's "pause" in an espeak-ng voice
+    ("Post the pizza timer.", True),
+    ("Paws my timer", True),
+])
+def test_a_timer_verb_heard_as_a_soundalike_is_still_the_verb(heard: str, paused: bool) -> None:
+    timers, router = running(("pizza", 600))
+    say(router, heard)
+    assert [t.paused for t in timers.active()] == [paused]
+
+
+def test_cancel_heard_as_council_cancels() -> None:
+    timers, router = running(("pizza", 600))
+    assert say(router, "Council my timer.").text == "Pizza timer cancelled."
+    assert timers.active() == []
+
+
+@pytest.mark.parametrize("transcript", [
+    "post a timer for 10 minutes",  # "post" could be "pause": a start is not a pause
+    "pasta timer for 5 minutes",
+])
+def test_a_soundalike_is_tried_only_where_no_skill_took_the_words(transcript: str) -> None:
+    timers, router = running()
+    reply = router.answer(transcript, ctx())
+    assert reply is None or "pause" not in reply.text.lower()
+    assert not any(t.paused for t in timers.active())
+
+
+def test_two_timers_alike_are_told_apart_by_their_time_left() -> None:
+    timers, router = running((None, 1800))
+    say(router, "set a timer for 30 minutes", later_s=600)
+    assert say(router, "cancel my 30 minute timer", later_s=660).text == (
+        "Which one should I cancel: the 30 minute timer with 19 minutes left or the 30 minute "
+        "timer with 29 minutes left? Or say cancel all timers.")
+    assert len(timers.active()) == 2
+
+
+def test_two_timers_alike_in_every_way_the_first_is_taken() -> None:
+    timers, router = running((None, 1800), (None, 1800))
+    assert say(router, "cancel my 30 minute timer").text == "30 minute timer cancelled."
+    assert len(timers.active()) == 1
+
+
+@pytest.mark.parametrize("transcript", ["add 1 and half hour to the timer",
+                                        "add one and the half hour to the timer"])
+def test_one_and_half_hour_as_home_assistant_writes_it(transcript: str) -> None:
+    timers, router = running(("pizza", 600))
+    say(router, transcript)
+    assert left(timers) == {"pizza": 600 + 5400}
