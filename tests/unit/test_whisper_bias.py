@@ -157,6 +157,11 @@ def test_a_sentence_whisper_says_twice_is_kept_once(heard: str, kept: str) -> No
     ("What is 1,000,000,000 divided by 10?", "What is 1,000,000,000 divided by 10?"),
     ("What is the the the the the capital of France?", "What is the capital of France?"),
     ("Bye bye.", "Bye bye."),
+    # A phrase looped under the bias prompt, its last copy cut by the token cap.
+    ("pause to hours timer pause to hours timer pause to hours timer pause to hours",
+     "pause to hours timer"),
+    ("one two, one two, one two, three", "one two, three"),
+    ("Ha ha ha.", "Ha ha ha."),
 ])
 def test_decoder_loops_are_cut_and_real_numbers_kept(heard: str, kept: str) -> None:
     assert drop_repeats(heard) == kept
