@@ -44,17 +44,20 @@ class ListStore(Protocol):
 _LISTS = {"shopping": "shopping", "grocery": "shopping", "groceries": "shopping",
           "to do": "to-do", "todo": "to-do", "to-do": "to-do"}
 _LIST = r"(?:my|the|our) (?:(?P<list>shopping|grocery|groceries|to do|todo|to-do) )?list"
+_TO_LIST = _LIST.replace("(?:my|the|our) ", "(?:(?:my|the|our) )?")
+"""Where an add or a remove puts things: the article may be left out ("add soap to list",
+"put eggs in shopping list"); a question about a list keeps it ("what is a linked list")."""
 _NOW = r"(?: (?:now|right now|at the moment|currently|so far|today|please))?$"
 """What a question about a list may end with ("How many items are on my list now?")."""
 _POLITE = re.compile(r"^(?:(?:hey|ok|okay|please|can you|could you|would you|will you|and|also)\b ?)+")
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("add", re.compile(
         rf"^(?:add|put|write|stick|pop|include|jot)(?: down)? (?P<items>.+?) "
-        rf"(?:to|on|onto|in|into) {_LIST}(?: please)?$")),
-    ("add", re.compile(rf"^(?:add|put) (?:to|on) {_LIST} (?P<items>.+?)(?: please)?$")),
+        rf"(?:to|on|onto|in|into) {_TO_LIST}(?: please)?$")),
+    ("add", re.compile(rf"^(?:add|put) (?:to|on) {_TO_LIST} (?P<items>.+?)(?: please)?$")),
     ("remove", re.compile(
         rf"^(?:remove|delete|take|cross|strike|scratch|erase)(?: off)? (?P<items>.+?) "
-        rf"(?:off|from|out of|off of) {_LIST}(?: please)?$")),
+        rf"(?:off|from|out of|off of) {_TO_LIST}(?: please)?$")),
     ("clear", re.compile(rf"^(?:clear|empty|erase|wipe|reset|delete)(?: out)? {_LIST}$")),
     ("clear", re.compile(
         rf"^(?:delete|remove|clear|erase) (?:everything|all items|all the items) (?:from|on|off) {_LIST}$")),

@@ -130,6 +130,20 @@ def test_a_question_about_the_list_may_end_with_now(store: ListStore, transcript
     assert commit(skill, transcript) == "Your shopping list has 2 items: eggs and milk."
 
 
+def test_an_add_or_remove_may_leave_out_the_article(store: ListStore) -> None:
+    skill = ListSkill(store)
+    assert commit(skill, "add dish soap to list") == "Added dish soap to your shopping list."
+    assert commit(skill, "Put eggs in shopping list.") == "Added eggs to your shopping list."
+    assert commit(skill, "remove eggs from list") == "Removed eggs from your shopping list."
+    assert store.items("a", "shopping") == ["dish soap"]
+
+
+@pytest.mark.parametrize("transcript", ["What is a linked list?", "What is list comprehension?",
+                                        "Put the kettle on.", "Read the list of planets."])
+def test_a_bare_list_in_a_question_is_left_to_the_llm(store: ListStore, transcript: str) -> None:
+    assert ask(ListSkill(store), transcript) is None
+
+
 @pytest.mark.parametrize(
     "transcript",
     ["What is a shopping list?", "Is the list now ready?", "Make a list of fruits.",
