@@ -403,6 +403,7 @@ class Conversation:
                 self.models.prefill_next(self.llm_history(), light=light))
         self.turns.append(done.turn)
         self.stats.turns += 1
+        self.stats.heard_again += done.turn.first_heard is not None
         for kind in done.turn.degraded:
             self.stats.degraded[kind] = self.stats.degraded.get(kind, 0) + 1
         self.stats.llm_tokens += reply.tokens

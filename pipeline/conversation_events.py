@@ -82,6 +82,9 @@ class Turn:
     degraded: tuple[str, ...] = ()
     """What the turn gave up under load (pipeline.compute.degrade: "no-speculation",
     "short", "one-moment"), sorted; empty when it got everything."""
+    first_heard: str | None = None
+    """What the first ear heard, when the second ear heard the turn again and a skill took
+    its words (`transcript`) instead (pipeline.answer.second_hearing); None: heard once."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def _turn_fields(turn: Turn) -> dict[str, Any]:
             "heard": turn.heard, "interrupted": turn.interrupted,
             "timeline_ms": turn.timeline.relative_ms(), "done_logprob": turn.done_logprob,
             "skill": turn.skill, "source": turn.source, "copies": turn.copies, "quality": dict(turn.quality),
-            "degraded": list(turn.degraded),
+            "degraded": list(turn.degraded), "first_heard": turn.first_heard,
             "speech_end_t": turn.timeline.stamps.get(SPEECH_END)}
 
 

@@ -256,6 +256,7 @@ def _fill(outcome: TurnOutcome, spec: TurnSpec, mark: _Mark, next_start: float,
     outcome.timeline_ms = dict(last.get("timeline_ms") or {})
     outcome.done_logprob = last.get("done_logprob")
     outcome.degraded = [str(kind) for kind in last.get("degraded") or []]
+    outcome.first_heard = last.get("first_heard")
     server_ms = outcome.timeline_ms.get("ttfa_server")
     outcome.ttfa_server_ms = server_ms
     # The first audible audio after the server sent this reply: a timer's chime played

@@ -58,6 +58,8 @@ class TurnOutcome:
     """Data-channel events seen during the turn besides "turn" (timers, timer_fired, barge_in, ...)."""
     degraded: list[str] = field(default_factory=list)
     """What the turn gave up under load (the turn event's tags: docs/scaling.md)."""
+    first_heard: str | None = None
+    """The first ear's words when the second ear heard the turn again (docs/quality.md)."""
 
 
 @dataclass

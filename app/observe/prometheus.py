@@ -62,6 +62,8 @@ class EngineCollector(Collector):
                        "stopped short of a barge-in.", stats["holds_released"])
         yield _counter("apace_noisy_ear_replies", "Replies whose turn the noisy-room ear "
                        "heard (speculative ones included).", stats["noisy_ear_replies"])
+        yield _counter("apace_heard_again_turns", "Finished turns a skill answered from the "
+                       "second ear's words (no skill took the first ear's).", stats["heard_again"])
         degraded = CounterMetricFamily(
             "apace_degraded_turns", "Finished turns that gave something up under load, by "
             "kind (docs/scaling.md).", labels=["kind"])

@@ -37,7 +37,8 @@ class Models:
     """Transcription on `asr_worker`, shared by every conversation of an engine so that
     jobs due together go as one batch (pipeline/listen/ear.py); None: one of these models' own."""
     noisy_ear: Ear | None = None
-    """A sturdier (slower) transcription for noisy rooms, on the same worker (None: none)."""
+    """A sturdier (slower) transcription for noisy rooms, on the same worker (None: none).
+    In a quiet room it is the second ear (`second_ear`)."""
     light_responder: Responder | None = None
     """The light tier: a smaller LLM a confirmed reply may use under load
     (pipeline.compute.degrade, `light-tier`); None: none."""
@@ -52,6 +53,15 @@ class Models:
         if not noisy or self.noisy_ear is None or self.noisy_ear is self.ear:
             return self
         return dataclasses.replace(self, ear=self.noisy_ear)
+
+    @property
+    def second_ear(self) -> Ear | None:
+        """The sturdier ear where these models hear with another one: it hears again a
+        turn that named a skill's thing but that no skill took
+        (pipeline.answer.second_hearing). None: none, or it heard the turn already."""
+        if self.noisy_ear is None or self.noisy_ear is self.ear:
+            return None
+        return self.noisy_ear
 
     async def hear(self, pcm: Pcm, priority: Priority, *, vocabulary: str | None = None) -> str:
         """`pcm`'s transcript, from the ASR worker (biased toward `vocabulary`, if given)."""

@@ -28,6 +28,7 @@ from pipeline.answer.integrity import (
 )
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
+from pipeline.answer.second_hearing import hear_again
 from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
 from pipeline.compute.degrade import Degradation
@@ -87,6 +88,9 @@ class Reply:
     LLM answer again (each pass puts its first token after the last one's end)."""
     transcript: str | None = None
     """Heard from `audio` by the ASR worker; given (a typed turn): no ASR job at all."""
+    first_heard: str | None = None
+    """The first ear's words, when the second ear heard the turn again and a skill took
+    its words instead (pipeline.answer.second_hearing); None: heard once."""
     done_logprob: float | None = None
     """The turn detector's verdict on the transcript (speculative replies only)."""
     judging: bool = False
@@ -188,16 +192,19 @@ class Reply:
         Cancel-safe: cancelling stops the model work at its next item; queued audio stays
         in the speaker for the caller to clear.
         """
-        if self.transcript is None:  # typed words are never queued on the ASR worker
+        heard = self.transcript is None
+        if heard:  # typed words are never queued on the ASR worker
             self.transcript = await self.models.hear(self.audio, self._skills_first())
+        if self.transcript and self.answer_skill is not None:
+            self.skill = self.answer_skill(self.transcript)
+            if self.skill is None and heard:
+                await self._hear_again(self.answer_skill)
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
         self.judging = bool(self.transcript) and self.speculative and self.models.detector is not None
         if not self.transcript:
             return
-        if self.answer_skill is not None:
-            self.skill = self.answer_skill(self.transcript)
-            self._act()
+        self._act()
         self._show(Transcript(self.transcript, final=True))
         clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
@@ -213,6 +220,15 @@ class Reply:
         # Nothing to say (the hush skill) is played out at once: a speculation is still
         # not the turn's reply until the endpoint commits it.
         await self.committed.wait()
+
+    async def _hear_again(self, answer_skill: Callable[[str], SkillReply | None]) -> None:
+        """No skill took the words: a skill's request misheard? (second_hearing)"""
+        assert self.transcript is not None
+        again = await hear_again(self.models, self.audio, self.transcript, answer_skill,
+                                 self._skills_first())
+        if again is not None:
+            self.first_heard = self.transcript
+            self.transcript, self.skill = again
 
     async def _judge_turn(self) -> None:
         """The turn detector's verdict on the transcript, on its own worker and context.

@@ -62,6 +62,9 @@ class EngineStats:
     noisy_ear_replies: int = 0
     """Replies (speculative ones included) whose turn the noisy-room ear heard, and
     Wyoming transcriptions (speculative ones included) it made."""
+    heard_again: int = 0
+    """Finished turns a skill answered from the second ear's words: the first ear's went
+    to no skill (pipeline.answer.second_hearing)."""
     holds: int = 0
     """Replies held (gone quiet) at the first sign of the user talking over them."""
     holds_released: int = 0

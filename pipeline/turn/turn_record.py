@@ -42,7 +42,8 @@ def record(reply: Reply, history: list[Message], index: int, *, interrupted: boo
                 skill=reply.skill.skill if reply.skill is not None else None,
                 source=reply.skill.source if reply.skill is not None else None,
                 copies=reply.copies, quality=quality,
-                degraded=tuple(sorted(map(str, reply.under_load.tags))) if reply.under_load else ())
+                degraded=tuple(sorted(map(str, reply.under_load.tags))) if reply.under_load else (),
+                first_heard=reply.first_heard)
     messages = (Message("user", reply.transcript or ""),
                 Message("assistant", heard, interrupted=left_out))
     changed = bool(heard) and not not_caught

@@ -137,7 +137,7 @@ def test_a_turn_on_the_wire_has_its_timeline_in_ms_from_the_end_of_speech() -> N
         "done_logprob": -0.2, "skill": "timer", "source": None, "copies": 1,
         "quality": {"ok": True, "repeat": False, "echo": False, "refusal": False,
                     "spoken_s": 1.9, "sentences": 1, "reasons": []},
-        "degraded": [], "speech_end_t": 10.0}
+        "degraded": [], "first_heard": None, "speech_end_t": 10.0}
 
 
 def test_a_turn_is_serialized_as_its_timeline_is_now() -> None:

@@ -1,0 +1,51 @@
+"""Hearing a turn again with the sturdier ear when no skill took what the first ear heard.
+
+tiny.en, the default ear, mishears the short verb a request starts with in voices unlike
+the ones it learned from ("Renew 25 minute timer", "How on is left on the timer?"), and the
+request then goes to the LLM, which answers it wrong and slowly. whisper-base (the
+noisy-room ear, loaded beside it where pulled) hears many of those right. Hearing every
+turn twice would cost every LLM answer ~200 ms on 2 cores, so only a turn that names what
+a skill deals in (pipeline.skills.domain) and that no skill took is heard again, and the
+second words are kept only if a skill takes them: the LLM still reads what the first ear
+heard. On a dev draw of Home Assistant's sentences in espeak-ng and Piper voices (75
+turns), 10 turns were heard again and 4 of them reached their skill; on a second draw
+never looked at before (50 turns), 8 and 5; none reached a wrong skill (docs/quality.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from pipeline.answer.model_calls import Models
+from pipeline.compute.workers import Priority
+from pipeline.events import Pcm
+from pipeline.skills.base import SkillReply, normalise
+from pipeline.skills.domain import names_a_skill
+
+log = logging.getLogger(__name__)
+
+
+async def hear_again(models: Models, audio: Pcm, heard: str,
+                     answer_skill: Callable[[str], SkillReply | None],
+                     priority: Priority) -> tuple[str, SkillReply] | None:
+    """(the second ear's words, the skill reply to them) when `heard` names a skill's
+    thing, the second ear hears something else, and a skill takes that; else None."""
+    ear = models.second_ear
+    if ear is None or not names_a_skill(heard):
+        return None
+    try:
+        again = await ear.transcribe(audio, priority=priority)
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # the first ear's words stand
+        log.exception("hearing the turn again failed")
+        return None
+    if not again or normalise(again) == normalise(heard):
+        return None
+    skill = answer_skill(again)
+    if skill is None:
+        return None
+    log.info("heard again: %r -> %r (%s)", heard, again, skill.skill)
+    return again, skill

@@ -1,0 +1,126 @@
+"""The second ear: a turn that names a skill's thing but that no skill took is heard again
+by the sturdier ear, and a skill answers that ear's words; every other turn is heard once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pipeline.answer.model_calls import Models
+from pipeline.answer.second_hearing import hear_again
+from pipeline.compute.workers import Priority
+from pipeline.conversation import Conversation
+from pipeline.conversation_events import ConversationEvent, Turn, to_wire
+from pipeline.conversation_options import ConversationOptions
+from pipeline.events import Pcm
+from pipeline.listen.ear import Ear
+from pipeline.skills import SkillReply, Timers, default_skills
+from pipeline.skills.domain import names_a_skill
+from pipeline.speaker import Speaker
+from tests.fakes import (
+    TEST_VAD,
+    FakeResponder,
+    FakeSynthesizer,
+    FakeTranscriber,
+    Mic,
+    Workers,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+
+def two_ears(workers: Workers, first: str, second: str | Exception,
+             reply: str = "It is an animal.") -> tuple[Models, FakeTranscriber, FakeResponder]:
+    responder = FakeResponder([reply])
+    models = workers.models(FakeTranscriber(first), responder, FakeSynthesizer())
+    sturdier = FakeTranscriber(second)
+    return dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker)), sturdier, responder
+
+
+async def one_turn(models: Models) -> tuple[Conversation, list[ConversationEvent]]:
+    events: list[ConversationEvent] = []
+    timers = Timers()
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    conv = Conversation(models, Speaker(), options, emit=events.append,
+                        skills=default_skills(timers=timers, store=None), timers=timers)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    return conv, events
+
+
+async def test_a_misheard_timer_request_is_answered_from_the_second_ears_words(
+    workers: Workers,
+) -> None:
+    models, sturdier, responder = two_ears(workers, "Said the timer, dear, ten minutes.",
+                                           "Set a timer for 10 minutes.")
+    conv, events = await one_turn(models)
+    (turn,) = conv.turns
+    assert turn.skill == "timer" and "10 minute" in turn.reply
+    assert (turn.transcript, turn.first_heard) == ("Set a timer for 10 minutes.",
+                                                   "Said the timer, dear, ten minutes.")
+    assert responder.histories == [] and len(sturdier.calls) == 1
+    assert conv.bell is not None and len(conv.bell.timers.active()) == 1  # really set
+    assert conv.stats.heard_again == 1
+    wire = to_wire(next(e for e in events if isinstance(e, Turn)))
+    assert wire["first_heard"] == "Said the timer, dear, ten minutes."
+
+
+async def test_a_question_that_names_no_skills_thing_is_heard_once(workers: Workers) -> None:
+    models, sturdier, responder = two_ears(workers, "How many legs does a spider have?",
+                                           "unused")
+    conv, _ = await one_turn(models)
+    assert sturdier.calls == [] and conv.turns[0].skill is None
+    assert conv.turns[0].first_heard is None and conv.stats.heard_again == 0
+    assert responder.users == ["How many legs does a spider have?"]
+
+
+@pytest.mark.parametrize("second", ["Bet a timer four ten minutes.",
+                                    "What is a timer?", RuntimeError("decoder failed")])
+async def test_the_llm_reads_the_first_ears_words_when_no_skill_takes_the_second(
+    workers: Workers, second: str | Exception,
+) -> None:
+    """A second hearing no skill takes (or that fails) changes nothing: the first ear's
+    words go to the LLM, and the turn says it was heard once."""
+    models, sturdier, responder = two_ears(workers, "What is a timer?", second,
+                                           reply="A clock that counts down.")
+    conv, _ = await one_turn(models)
+    (turn,) = conv.turns
+    assert len(sturdier.calls) == 1
+    assert (turn.skill, turn.transcript, turn.first_heard) == (None, "What is a timer?", None)
+    assert responder.users == ["What is a timer?"]
+
+
+async def test_a_turn_a_skill_took_as_first_heard_is_heard_once(workers: Workers) -> None:
+    models, sturdier, _ = two_ears(workers, "Set a timer for 10 minutes.", "unused")
+    conv, _ = await one_turn(models)
+    assert conv.turns[0].skill == "timer" and sturdier.calls == []
+
+
+async def test_a_noisy_room_already_heard_by_the_sturdier_ear_is_not_heard_again(
+    workers: Workers,
+) -> None:
+    models, sturdier, _ = two_ears(workers, "unused", "Sad a timer for 10 minutes.")
+    noisy = models.for_room(True)
+    assert noisy.second_ear is None and models.second_ear is not None
+    skill_calls: list[str] = []
+
+    def answer(text: str) -> SkillReply | None:
+        skill_calls.append(text)
+        return None
+
+    pcm: Pcm = np.zeros(1600, np.int16)
+    assert await hear_again(noisy, pcm, "Sad a timer.", answer, Priority.CONFIRMED) is None
+    assert sturdier.calls == [] and skill_calls == []
+
+
+def test_the_words_that_name_a_skills_thing() -> None:
+    for heard in ("Tim is left on my timer.", "Renew 25 minute timer.", "But I will not my list.",
+                  "What's the case date?", "Tell me Berlin weather light.",
+                  "Wake me in two hours", "remind me at noon"):
+        assert names_a_skill(heard), heard
+    for other in ("How many legs does a spider have?", "Tell me a joke.",
+                  "What is the capital of France?", "Who timed the listing?"):
+        assert not names_a_skill(other), other
