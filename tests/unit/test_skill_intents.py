@@ -229,6 +229,8 @@ def test_add_time_picks_the_timer_by_its_length() -> None:
         ("How long is left on the 1 hour timer?", "About 1 hour left on the 1 hour timer."),
         ("how much time is left on my pizza timer", "About 10 minutes left on the pizza timer."),
         ("status of the pizza timer", "About 10 minutes left on the pizza timer."),
+        ("Status on my pizza timers.", "About 10 minutes left on the pizza timer."),
+        ("give me a status on the 1 hour timer", "About 1 hour left on the 1 hour timer."),
         ("How long is left on the pizza timer?", "About 10 minutes left on the pizza timer."),
         ("how much time is remaining on the pizza timer", "About 10 minutes left on the pizza timer."),
     ],
