@@ -79,7 +79,9 @@ class Rehearing:
         self._task = None
         ended, self._ended = self._ended, None
         if conv.speculating() is reply:
-            same = text is not None and normalise(text) == normalise(reply.transcript or "")
+            # The first ear's words: a second ear may have put its own in their place.
+            first = reply.first_heard or reply.transcript or ""
+            same = text is not None and normalise(text) == normalise(first)
             log.info("late voice in the pause: heard again as %r (%s)", text,
                      "the same words" if same else f"was {reply.transcript!r}")
             if same:

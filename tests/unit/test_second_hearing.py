@@ -4,6 +4,7 @@ by the sturdier ear, and a skill answers that ear's words; every other turn is h
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -21,11 +22,13 @@ from pipeline.skills.domain import names_a_skill
 from pipeline.speaker import Speaker
 from tests.fakes import (
     TEST_VAD,
+    DoubtfulGate,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
     Mic,
     Workers,
+    any_sound,
 )
 
 pytestmark = pytest.mark.timeout(10)
@@ -124,3 +127,41 @@ def test_the_words_that_name_a_skills_thing() -> None:
     for other in ("How many legs does a spider have?", "Tell me a joke.",
                   "What is the capital of France?", "Who timed the listing?"):
         assert not names_a_skill(other), other
+
+
+class Heard(FakeTranscriber):
+    """A FakeTranscriber that says when it was first asked."""
+
+    def __init__(self, *texts: str) -> None:
+        super().__init__(*texts)
+        self.asked = threading.Event()
+
+    def transcribe(self, pcm: Pcm, context: str = "", *, vocabulary: str | None = None) -> str:
+        self.asked.set()
+        return super().transcribe(pcm, context, vocabulary=vocabulary)
+
+
+async def test_late_voice_that_changes_no_word_keeps_the_second_ears_reply(
+    workers: Workers,
+) -> None:
+    """The turn is heard again after a soft sound in its pause (pipeline.turn.rehearing) and
+    the first ear writes the same words: the speculation, answered from the second ear's
+    words, stands; compared with those, the first ear's would always differ."""
+    first = "Said the timer, dear, ten minutes."
+    models = workers.models(FakeTranscriber(first), FakeResponder(["unused"]),
+                            FakeSynthesizer())
+    sturdier = Heard("Set a timer for 10 minutes.")
+    models = dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker))
+    timers = Timers()
+    conv = Conversation(models, Speaker(), ConversationOptions(vad=TEST_VAD, endpoint=None,
+                                                               partial_interval_s=None),
+                        skills=default_skills(timers=timers, store=None), timers=timers)
+    gate = DoubtfulGate(TEST_VAD, classify=any_sound)
+    conv.endpointer = gate
+    async with Mic(conv) as mic:
+        await gate.soft_word_after_onset(mic, sturdier.asked)
+        await mic.send(False, 30)
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    assert conv.speculation.kept == 1 and len(sturdier.calls) == 1
+    (turn,) = conv.turns
+    assert (turn.skill, turn.first_heard) == ("timer", first)
