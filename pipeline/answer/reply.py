@@ -197,7 +197,7 @@ class Reply:
             self.transcript = await self.models.hear(self.audio, self._skills_first())
         if self.transcript and self.answer_skill is not None:
             self.skill = self.answer_skill(self.transcript)
-            if self.skill is None and heard:
+            if heard and (self.skill is None or self.skill.found_nothing):
                 await self._hear_again(self.answer_skill)
         self.timeline.stamp(ASR_FINAL)
         # Ask the turn detector only while the endpoint is still to come (speculating).
@@ -222,7 +222,8 @@ class Reply:
         await self.committed.wait()
 
     async def _hear_again(self, answer_skill: Callable[[str], SkillReply | None]) -> None:
-        """No skill took the words: a skill's request misheard? (second_hearing)"""
+        """No skill took the words, or its request named nothing there: a skill's request
+        misheard? (second_hearing)"""
         assert self.transcript is not None
         again = await hear_again(self.models, self.audio, self.transcript, answer_skill,
                                  self._skills_first())

@@ -5,11 +5,13 @@ the ones it learned from ("Renew 25 minute timer", "How on is left on the timer?
 request then goes to the LLM, which answers it wrong and slowly. whisper-base (the
 noisy-room ear, loaded beside it where pulled) hears many of those right. Hearing every
 turn twice would cost every LLM answer ~200 ms on 2 cores, so only a turn that names what
-a skill deals in (pipeline.skills.domain) and that no skill took is heard again, and the
-second words are kept only if a skill takes them: the LLM still reads what the first ear
-heard. On a dev draw of Home Assistant's sentences in espeak-ng and Piper voices (75
-turns), 10 turns were heard again and 4 of them reached their skill; on a second draw
-never looked at before (50 turns), 8 and 5; none reached a wrong skill (docs/quality.md).
+a skill deals in (pipeline.skills.domain) and that no skill took, or whose request named a
+timer that is not there while others run ("Cancel might be the timer" for "cancel my pizza
+timer"), is heard again. The second words are kept only if a skill takes them and finds
+what they name: otherwise the first ear's words stand. On a dev draw of Home Assistant's
+sentences in espeak-ng and Piper voices (75 turns), 10 turns that no skill took were heard
+again and 4 of them reached their skill; on a second draw never looked at before (50
+turns), 8 and 5; none reached a wrong skill (docs/quality.md).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ async def hear_again(models: Models, audio: Pcm, heard: str,
                      answer_skill: Callable[[str], SkillReply | None],
                      priority: Priority) -> tuple[str, SkillReply] | None:
     """(the second ear's words, the skill reply to them) when `heard` names a skill's
-    thing, the second ear hears something else, and a skill takes that; else None."""
+    thing, the second ear hears something else, and a skill takes that and finds what it
+    names; else None."""
     ear = models.second_ear
     if ear is None or not names_a_skill(heard):
         return None
@@ -45,7 +48,7 @@ async def hear_again(models: Models, audio: Pcm, heard: str,
     if not again or normalise(again) == normalise(heard):
         return None
     skill = answer_skill(again)
-    if skill is None:
+    if skill is None or skill.found_nothing:
         return None
     log.info("heard again: %r -> %r (%s)", heard, again, skill.skill)
     return again, skill

@@ -62,6 +62,10 @@ class SkillReply:
     source: str | None = None
     """Where the answer's facts come from (a data package and its version), shown with
     the turn; None for what a skill computes or says itself."""
+    found_nothing: bool = False
+    """The request named a thing that is not there ("There's no might be the timer
+    running") while others are: the words may be misheard, so the turn is worth hearing
+    again (pipeline.answer.second_hearing)."""
 
     @property
     def asks(self) -> bool:

@@ -20,6 +20,7 @@ from pipeline.skills.timers import (
     TimerSkill,
     left_on_each,
     matching,
+    misses,
     nothing_matches,
     told_apart,
     which_one,
@@ -80,8 +81,9 @@ class TimerIntents:
             return self._change(found, target, ctx)
         return None
 
-    def _say(self, text: str, action: Callable[[], None] | None = None) -> SkillReply:
-        return SkillReply(text=text, skill=self.name, action=action)
+    def _say(self, text: str, action: Callable[[], None] | None = None, *,
+             found_nothing: bool = False) -> SkillReply:
+        return SkillReply(text=text, skill=self.name, action=action, found_nothing=found_nothing)
 
     def _start(self, found: Recognised, ctx: SkillContext) -> SkillReply | None:
         seconds, name = slot_seconds(found), found.text("name")
@@ -114,7 +116,8 @@ class TimerIntents:
         if target.name is None and target.seconds is None:
             chosen = [t for t in chosen if t.kind == "timer"] or matching(everything, Target())
         if not chosen:
-            return self._say(nothing_matches(target, everything))
+            return self._say(nothing_matches(target, everything),
+                             found_nothing=misses(target, everything, chosen))
         return self._tell(chosen, ctx)
 
     def _other(self, ctx: SkillContext) -> SkillReply | None:
@@ -142,7 +145,10 @@ class TimerIntents:
             delta = -delta
         picked = self._pick(target, verb, ctx.monotonic)
         if isinstance(picked, str):
-            return self._say(picked)
+            everything = self._timers.active()
+            timers = [t for t in everything if t.kind == "timer"]
+            return self._say(picked, found_nothing=misses(target, everything,
+                                                          matching(timers, target)))
         if not self._timers.rings:
             return self._say(CANNOT_RING["timer"])
         if verb in ("pause", "resume"):

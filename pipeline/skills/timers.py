@@ -111,15 +111,18 @@ class TimerSkill:
         if isinstance(intent, ListTimers):
             return self._say(self._list(intent.kind, ctx))
         if isinstance(intent, Remaining):
-            return self._say(self._remaining(intent.target, ctx))
+            running = self._timers.active()
+            return self._say(self._remaining(intent.target, ctx), found_nothing=misses(
+                intent.target, running, matching(running, intent.target)))
         if isinstance(intent, Cancel):
             return self.stop(intent.target, ctx)
         if isinstance(intent, AskWhen):
             return self._say(_ASK_WHEN[intent.kind])
         return None
 
-    def _say(self, text: str, action: Callable[[], None] | None = None) -> SkillReply:
-        return SkillReply(text=text, skill=self.name, action=action)
+    def _say(self, text: str, action: Callable[[], None] | None = None, *,
+             found_nothing: bool = False) -> SkillReply:
+        return SkillReply(text=text, skill=self.name, action=action, found_nothing=found_nothing)
 
     def start(self, req: SetTimer, ctx: SkillContext) -> SkillReply:
         """Set `req`'s timer, alarm or reminder (at commit)."""
@@ -176,7 +179,8 @@ class TimerSkill:
         everything = self._timers.active()
         chosen = matching(everything, target)
         if not chosen:
-            return self._say(nothing_matches(target, everything))
+            return self._say(nothing_matches(target, everything),
+                             found_nothing=misses(target, everything, chosen))
         names = told_apart(chosen, ctx.monotonic)
         if len(set(names)) == 1 and not target.every:
             chosen = chosen[:1]  # alike in every way the user could say: the first to ring
@@ -217,6 +221,13 @@ def matching(timers: list[Timer], target: Target) -> list[Timer]:
         found = [t for t in found if abs(t.duration_s - target.seconds) < 1.0]
         found = [t for t in found if t.name is None] or found
     return found
+
+
+def misses(target: Target, running: list[Timer], chosen: list[Timer]) -> bool:
+    """`target` names a timer (by name or length) that is not among those `running`, and
+    some are: what a misheard name sounds like ("cancel might be the timer")."""
+    named = target.name is not None or target.seconds is not None
+    return named and bool(running) and not chosen
 
 
 def nothing_matches(target: Target, running: list[Timer]) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from dataclasses import replace
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
 
+from models.intents import load_recognizer
 from pipeline.answer.model_calls import Models
 from pipeline.answer.second_hearing import hear_again
 from pipeline.compute.workers import Priority
@@ -17,9 +21,10 @@ from pipeline.conversation_events import ConversationEvent, Turn, to_wire
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import Pcm
 from pipeline.listen.ear import Ear
-from pipeline.skills import SkillReply, Timers, default_skills
+from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
 from pipeline.skills.domain import names_a_skill
 from pipeline.speaker import Speaker
+from pipeline.timeline import now
 from tests.fakes import (
     TEST_VAD,
     DoubtfulGate,
@@ -165,3 +170,66 @@ async def test_late_voice_that_changes_no_word_keeps_the_second_ears_reply(
     assert conv.speculation.kept == 1 and len(sturdier.calls) == 1
     (turn,) = conv.turns
     assert (turn.skill, turn.first_heard) == ("timer", first)
+
+
+async def timers_turn(models: Models) -> tuple[Conversation, Timers]:
+    """One turn while a 10 minute pizza timer runs, with Home Assistant's intents."""
+    timers = Timers()
+    timers.add("timer", now() + 600, "pizza timer", "pizza", datetime.now(), duration_s=600)
+    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
+    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
+    conv = Conversation(models, Speaker(), options, skills=skills, timers=timers)
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    return conv, timers
+
+
+async def test_a_misheard_timer_name_that_finds_nothing_is_heard_again(
+    workers: Workers,
+) -> None:
+    """"Cancel might be the timer" names no running timer: the second ear's "cancel my
+    pizza timer" is answered, and the pizza timer is really cancelled."""
+    models, sturdier, responder = two_ears(workers, "Cancel might be the timer.",
+                                           "Cancel my pizza timer.")
+    conv, timers = await timers_turn(models)
+    (turn,) = conv.turns
+    assert len(sturdier.calls) == 1 and responder.histories == []
+    assert (turn.skill, turn.transcript, turn.first_heard) == (
+        "timer", "Cancel my pizza timer.", "Cancel might be the timer.")
+    assert timers.active() == []
+
+
+@pytest.mark.parametrize("second", ["Cancel mighty beat timer.", RuntimeError("failed")])
+async def test_the_first_found_nothing_stands_when_the_second_hearing_finds_nothing_too(
+    workers: Workers, second: str | Exception,
+) -> None:
+    models, sturdier, _ = two_ears(workers, "Cancel might be the timer.", second)
+    conv, timers = await timers_turn(models)
+    (turn,) = conv.turns
+    assert len(sturdier.calls) == 1 and turn.first_heard is None
+    assert turn.skill == "timer" and "There's no" in turn.reply
+    assert [t.name for t in timers.active()] == ["pizza"]
+
+
+def test_only_a_named_timer_missing_among_running_ones_counts_as_found_nothing() -> None:
+    """Home Assistant's intents and apace's own timer phrasings alike."""
+    clock = datetime(2024, 5, 1, 8, 0, tzinfo=ZoneInfo("Europe/London"))
+    ctx = SkillContext(now=clock, monotonic=1000.0)
+    timers = Timers()
+    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
+
+    def reply(text: str) -> SkillReply:
+        found = skills.answer(text, replace(ctx, transcript=text))
+        assert found is not None and found.skill == "timer", text
+        return found
+
+    assert not reply("Cancel the pasta timer.").found_nothing  # nothing runs at all
+    timers.add("timer", 1600.0, "pizza timer", "pizza", clock + timedelta(minutes=10),
+               duration_s=600)
+    for text in ("Cancel the pasta timer.", "How much time is left on the pasta timer?",
+                 "Status of the pasta timer.", "Pause the pasta timer.",
+                 "Add 2 minutes to the pasta timer.", "Cancel the 5 minute timer."):
+        assert reply(text).found_nothing, text
+    for text in ("Cancel the pizza timer.", "How much time is left?", "Pause the timer."):
+        assert not reply(text).found_nothing, text
