@@ -117,7 +117,7 @@ class TimerIntents:
             chosen = [t for t in chosen if t.kind == "timer"] or matching(everything, Target())
         if not chosen:
             return self._say(nothing_matches(target, everything),
-                             found_nothing=misses(target, everything, chosen))
+                             found_nothing=misses(target, everything))
         return self._tell(chosen, ctx)
 
     def _other(self, ctx: SkillContext) -> SkillReply | None:
@@ -145,10 +145,7 @@ class TimerIntents:
             delta = -delta
         picked = self._pick(target, verb, ctx.monotonic)
         if isinstance(picked, str):
-            everything = self._timers.active()
-            timers = [t for t in everything if t.kind == "timer"]
-            return self._say(picked, found_nothing=misses(target, everything,
-                                                          matching(timers, target)))
+            return self._say(picked, found_nothing=misses(target, self._timers.active()))
         if not self._timers.rings:
             return self._say(CANNOT_RING["timer"])
         if verb in ("pause", "resume"):

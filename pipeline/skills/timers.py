@@ -111,9 +111,8 @@ class TimerSkill:
         if isinstance(intent, ListTimers):
             return self._say(self._list(intent.kind, ctx))
         if isinstance(intent, Remaining):
-            running = self._timers.active()
-            return self._say(self._remaining(intent.target, ctx), found_nothing=misses(
-                intent.target, running, matching(running, intent.target)))
+            return self._say(self._remaining(intent.target, ctx),
+                             found_nothing=misses(intent.target, self._timers.active()))
         if isinstance(intent, Cancel):
             return self.stop(intent.target, ctx)
         if isinstance(intent, AskWhen):
@@ -180,7 +179,7 @@ class TimerSkill:
         chosen = matching(everything, target)
         if not chosen:
             return self._say(nothing_matches(target, everything),
-                             found_nothing=misses(target, everything, chosen))
+                             found_nothing=misses(target, everything))
         names = told_apart(chosen, ctx.monotonic)
         if len(set(names)) == 1 and not target.every:
             chosen = chosen[:1]  # alike in every way the user could say: the first to ring
@@ -223,11 +222,11 @@ def matching(timers: list[Timer], target: Target) -> list[Timer]:
     return found
 
 
-def misses(target: Target, running: list[Timer], chosen: list[Timer]) -> bool:
+def misses(target: Target, running: list[Timer]) -> bool:
     """`target` names a timer (by name or length) that is not among those `running`, and
     some are: what a misheard name sounds like ("cancel might be the timer")."""
     named = target.name is not None or target.seconds is not None
-    return named and bool(running) and not chosen
+    return named and bool(running) and not matching(running, target)
 
 
 def nothing_matches(target: Target, running: list[Timer]) -> str:

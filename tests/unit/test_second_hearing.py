@@ -47,12 +47,16 @@ def two_ears(workers: Workers, first: str, second: str | Exception,
     return dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker)), sturdier, responder
 
 
-async def one_turn(models: Models) -> tuple[Conversation, list[ConversationEvent]]:
+async def one_turn(models: Models, timers: Timers | None = None, *, intents: bool = False,
+                   ) -> tuple[Conversation, list[ConversationEvent]]:
+    """One spoken turn; `timers` may already run; `intents`: Home Assistant's recognizer."""
     events: list[ConversationEvent] = []
-    timers = Timers()
+    timers = timers if timers is not None else Timers()
     options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
-    conv = Conversation(models, Speaker(), options, emit=events.append,
-                        skills=default_skills(timers=timers, store=None), timers=timers)
+    skills = default_skills(timers=timers, store=None,
+                            recognizer=load_recognizer() if intents else None)
+    conv = Conversation(models, Speaker(), options, emit=events.append, skills=skills,
+                        timers=timers)
     async with Mic(conv) as mic:
         await mic.say()
         await mic.play_until(lambda: len(conv.turns) == 1)
@@ -176,12 +180,7 @@ async def timers_turn(models: Models) -> tuple[Conversation, Timers]:
     """One turn while a 10 minute pizza timer runs, with Home Assistant's intents."""
     timers = Timers()
     timers.add("timer", now() + 600, "pizza timer", "pizza", datetime.now(), duration_s=600)
-    options = ConversationOptions(vad=TEST_VAD, endpoint=None, partial_interval_s=None)
-    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
-    conv = Conversation(models, Speaker(), options, skills=skills, timers=timers)
-    async with Mic(conv) as mic:
-        await mic.say()
-        await mic.play_until(lambda: len(conv.turns) == 1)
+    conv, _ = await one_turn(models, timers, intents=True)
     return conv, timers
 
 
