@@ -31,6 +31,8 @@ _CLAIMS = re.compile(
     rf"{_DONE}\b"
     # "Added milk to your list", "Milk has been added to your shopping list"
     rf"|\b{_DONE}\b[^.!?]{{0,40}}\b(?:to|on|from|off)\s+(?:your|the|my)\s+(?:[a-z]+\s+)?list\b"
+    # "56 minute timer, starting now." (a skill's own confirmation, copied from the history)
+    r"|\b(?:timers?|alarms?|countdown)\b[^.!?]{0,20}\b(?:starting|started|running|going) now\b"
 )
 
 

@@ -110,6 +110,17 @@ class Skill(Protocol):
 
 _PUNCT = re.compile(r"[^\w\s'%°.\-/:+*]")
 _LIST_COMMA = re.compile(r"(?<=[a-z]),(?=\s)")
+_NUMBER = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|\w+ty(?:-\w+)?|\w+teen)"
+_RESPELT: tuple[tuple[re.Pattern[str], str], ...] = (
+    # "add one hour's four minutes to my timer": a possessive where a plural was said
+    (re.compile(r"\b(hour|minute|second)'s\b"), r"\1s"),
+    # "56 minutes in 40 seconds": tiny.en's "and" between the parts of one duration
+    (re.compile(rf"\b({_NUMBER} (?:hours?|minutes?)) in ({_NUMBER} (?:minutes?|seconds?))\b"),
+     r"\1 and \2"),
+    # "add the olive oil to the least": a list said at the end of an add
+    (re.compile(r"^((?:add|put) .+ (?:to|on|onto) (?:the|my|our) (?:shopping )?)least$"), r"\1list"),
+)
+"""What Whisper writes for the words of a request in ways no phrasing means."""
 
 
 def normalise(transcript: str, *, commas: bool = False) -> str:
@@ -122,5 +133,7 @@ def normalise(transcript: str, *, commas: bool = False) -> str:
     text = _PUNCT.sub(" ", text)
     if commas:
         text = text.replace(" qqcommaqq", ",")
-    text = " ".join(text.split())
-    return text.rstrip(".?! ").strip()
+    text = " ".join(text.split()).rstrip(".?! ").strip()
+    for pattern, said in _RESPELT:
+        text = pattern.sub(said, text)
+    return text

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.skills.base import SkillContext, SkillReply
+from pipeline.skills.base import LastResult, SkillContext, SkillReply
 from pipeline.skills.phrasing import core, digits
 
 _OFFLINE = "I work offline, with no internet."
@@ -25,6 +25,7 @@ _KNOWLEDGE = re.compile(
     r"|define\b|(?:the )?definition of\b|explain\b|what (?:is|are|was) (?:a |an )?\w+$"
     r"|what does .+ mean$|how (?:does|do) .+ work$|what causes\b"
     r"|.*\b(?:history|histories|century|centuries|ancient|medieval)\b"
+    r"|.*\bunder the weather\b"
     r"|.*\bon (?:mars|venus|jupiter|saturn|mercury|neptune|uranus|pluto|the moon)\b)"
 )
 """Definitions, explanations, history: the LLM's to answer even when a topic word matches."""
@@ -49,7 +50,11 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
      r"|^(?:should|do|will|shall) i (?:take|bring|need|pack|wear) (?:an |a |my )?(?:umbrella"
      r"|raincoat|rain jacket|jacket|coat|sunscreen|sunglasses)(?: today| tomorrow| tonight"
      r"| now| outside| later)?$|\btemperature (?:\w+ )?(?:going to be|gonna be|will be)\b"
-     r"|^what will the (?:temperature|weather) be\b"),
+     r"|^what will the (?:temperature|weather) be\b"
+     # Any other request that names the weather ("Tell me, Berlin weather light." as tiny.en
+     # heard "… weather like"): the 0.5B made up "Berlin weather light is clear.".
+     r"|(?<!under the )\bweather\b(?! (?:balloons?|vanes?|stations?|systems?|patterns?|maps?"
+     r"|radar|satellites?|the storm|man|channel|apps?)\b)"),
     ("I can't get the news: " + _OFFLINE,
      r"^(?:(?:what's|what is|what are|tell me|read me|give me|play|get me|show me|read|any|check"
      r"|catch me up on) )?(?:the )?(?:latest |today's |top |current |breaking |morning |evening "
@@ -137,6 +142,41 @@ _CATEGORIES: tuple[tuple[str, str], ...] = (
 _MATCHERS = tuple((re.compile(pattern), reply) for reply, pattern in _CATEGORIES)
 
 
+_WEATHER_REPLY = _CATEGORIES[0][0]
+_NOT_A_PLACE = frozenset(
+    """today tomorrow tonight weekend week current local the like outside now me us this
+    morning afternoon evening tell what what's how's is it going to be a my our your here
+    there forecast report about know want check give get show any some latest bad good nice
+    cold hot""".split()
+)
+_PLACE_AFTER = re.compile(r"\bweather\b.*?\b(?:in|for|at) ([a-z][a-z' -]*?)"
+                          r"(?: (?:today|tomorrow|tonight|this \w+|now|right now|like|please))*$")
+_PLACE_BEFORE = re.compile(r"^(?:(?:what's|what is|how's|how is|tell me|give me) )?(?:the )?"
+                           r"([a-z][a-z' ]*?)(?:'s)? weather\b")
+
+
+def weather_place(request: str) -> str | None:
+    """The place a weather request names ("weather in new york" → "New York", "berlin
+    weather" → "Berlin"), None where it names none (up to three words, no time word)."""
+    for pattern in (_PLACE_AFTER, _PLACE_BEFORE):
+        if (found := pattern.search(request)) is None:
+            continue
+        words = found[1].split()
+        if 0 < len(words) <= 3 and not _NOT_A_PLACE & set(words):
+            return " ".join(word.capitalize() for word in words)
+    return None
+
+
+def _spoken(reply: str, request: str, previous: str) -> str:
+    """The decline as said: the weather's names the place asked about, and one that would
+    say just what the last reply said is told as still so ("I still can't …")."""
+    if reply == _WEATHER_REPLY and (place := weather_place(request)) is not None:
+        reply = reply.replace("the weather:", f"the weather in {place}:")
+    if reply == previous:
+        reply = reply.replace("I can't", "I still can't", 1)
+    return reply
+
+
 class OfflineSkill:
     """Requests that need the internet or a connected device: one honest sentence."""
 
@@ -148,5 +188,8 @@ class OfflineSkill:
             return None
         for pattern, reply in _MATCHERS:
             if pattern.search(request):
-                return SkillReply(text=reply, skill=self.name, refusal=True)
+                # A follow-up ("and in Paris?") is refused from the plain sentence.
+                return SkillReply(text=_spoken(reply, request, ctx.previous),
+                                  skill=self.name, refusal=True,
+                                  result=LastResult(skill=self.name, kind="refusal", topic=reply))
         return None

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.timeout(10)
     "Pizza timer paused.", "Sure! I have paused your pizza timer.", "I've set a timer for 5 minutes.",
     "Added milk to your shopping list.", "Okay, your timer is set.", "Timer has been cancelled.",
     "The pizza timer is now paused.", "I'll remind you at 5.",
+    # The 0.5B copied a skill's confirmation for "Continue the timer name D." (dev bench).
+    "56 minute timer, starting now.", "OK, a 10 minute timer, starting now.",
 ])
 def test_a_claimed_action_is_caught(reply: str) -> None:
     assert claims_action(reply, "put the pizza timer on pause for me")

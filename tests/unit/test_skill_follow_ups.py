@@ -183,6 +183,12 @@ def test_a_follow_up_on_a_refusal_is_refused_in_its_own_words(follow_up: str, re
     assert first is not None and is_refusal(second) and not is_repeat(second, [first])
 
 
+def test_a_follow_up_on_a_refusal_that_named_a_place_names_only_its_own() -> None:
+    first, second = talk("What's the weather in Berlin?", "And in Paris?")
+    assert first == "I can't check the weather in Berlin: I work offline, with no internet."
+    assert second == "I can't check the weather in Paris either: I work offline, with no internet."
+
+
 def test_refusals_follow_one_another_from_the_first() -> None:
     assert talk(WEATHER, "And tomorrow?", "And in Paris?")[2] == (
         "I can't check the weather in Paris either: I work offline, with no internet.")

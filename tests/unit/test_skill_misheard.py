@@ -98,6 +98,25 @@ def test_an_imperative_that_puts_things_on_the_list_is_an_add() -> None:
             assert reply is None or reply.action is None, other
 
 
+@pytest.mark.parametrize(("transcript", "said"), [
+    ("Set timer name T for 56 minutes in 40 seconds.", "set timer name t for 56 minutes and 40 seconds"),
+    ("Add one hour's four minutes to my timer.", "add one hours four minutes to my timer"),
+    ("Add the olive oil to the least.", "add the olive oil to the list"),
+    ("Put eggs on my shopping least.", "put eggs on my shopping list"),
+    # what is meant as said stays as said
+    ("What is the least common multiple of 4 and 6?", "what is the least common multiple of 4 and 6"),
+    ("How many minutes in 90 seconds?", "how many minutes in 90 seconds"),
+    ("Add five to the last one at least", "add five to the last one at least"),
+])
+def test_whispers_spellings_of_a_request_are_read_as_meant(transcript: str, said: str) -> None:
+    assert normalise(transcript) == said
+
+
+def test_a_duration_heard_with_in_for_and_is_set_whole() -> None:
+    reply = TimerSkill(Timers()).answer(normalise("Set a timer for 56 minutes in 40 seconds."), ctx())
+    assert reply is not None and reply.text == "OK, a timer for 56 minutes and 40 seconds, starting now."
+
+
 @pytest.mark.parametrize(("transcript", "alarm"), [
     ("Wait me up at a quarter past six.", "Alarm set for 6:15 AM tomorrow."),
     ("Plate me up at seven.", "Alarm set for 7 AM tomorrow."),

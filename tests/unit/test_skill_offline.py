@@ -40,7 +40,7 @@ ORDERS = "I can't order or book anything: I work offline, with no internet."
     ("what's the forecast for tomorrow", WEATHER),
     ("Will it rain tomorrow?", WEATHER),
     ("what's the temperature outside", WEATHER),
-    ("what is the weather in Paris", WEATHER),
+    ("what is the weather in Paris", WEATHER.replace("weather:", "weather in Paris:")),
     ("do I need an umbrella", WEATHER),
     ("is it raining", WEATHER),
     ("What's the news?", NEWS),
@@ -155,6 +155,30 @@ def test_jokes_stories_advice_knowledge_recipes_and_maths_are_never_declined(tra
     assert ask(transcript) is None
 
 
+@pytest.mark.parametrize(("transcript", "spoken"), [
+    # tiny.en's "weather like" as "weather light": the 0.5B answered "Berlin weather light is clear."
+    ("Tell me, Berlin weather light.", WEATHER.replace("weather:", "weather in Berlin:")),
+    ("What's the Berlin weather?", WEATHER.replace("weather:", "weather in Berlin:")),
+    ("What's the weather like in New York today?", WEATHER.replace("weather:", "weather in New York:")),
+    ("Weather for London, please.", WEATHER.replace("weather:", "weather in London:")),
+    ("Give me the weather, mate.", WEATHER),
+    ("Tomorrow's weather?", WEATHER),
+    ("I want to know about weather conditions.", WEATHER),
+])
+def test_any_request_naming_the_weather_is_declined_with_the_place_it_names(
+        transcript: str, spoken: str) -> None:
+    assert ask(transcript) == spoken
+
+
+def test_a_decline_said_just_before_is_told_as_still_so() -> None:
+    after = SkillContext(now=CTX.now, monotonic=0.0, previous=WEATHER)
+    reply = SKILL.answer(normalise("What's the weather like?"), after)
+    assert reply is not None
+    assert reply.text == "I still can't check the weather: I work offline, with no internet."
+    other = SKILL.answer(normalise("What's the weather in Paris?"), after)
+    assert other is not None and other.text == WEATHER.replace("weather:", "weather in Paris:")
+
+
 def test_every_refusal_is_one_short_sentence_without_symbols() -> None:
     for spoken in (WEATHER, NEWS, CALENDAR, MUSIC, SPORTS, PRICES, TRAFFIC, HOURS, MESSAGES, DEVICES,
                    SEARCH, ORDERS):
@@ -172,6 +196,8 @@ def test_every_refusal_is_one_short_sentence_without_symbols() -> None:
     "how long does it take to boil an egg", "is the door open", "what is the meaning of life",
     "tell me a joke", "what time is it", "turn off the timer", "what is news",
     "who invented the traffic light", "explain how calendars work",
+    "how do weather balloons work", "we will weather the storm", "who founded the weather channel",
+    "I'm a bit under the weather today",
 ])
 def test_questions_about_those_topics_are_left_to_the_llm(transcript: str) -> None:
     assert ask(transcript) is None
