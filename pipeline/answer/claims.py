@@ -1,10 +1,11 @@
-"""The LLM may not claim an action no skill performed.
+"""The LLM may not claim an action no skill performed, nor say the date or the time.
 
 Asked "pause the pizza timer" in words no skill matched, a small LLM answers "Pizza timer
 paused." while nothing changed; asked to add to a list, "I've added milk to your list."
 Only skills change timers and lists, and when one acts the LLM is not asked. So an LLM
 reply that claims a timer, alarm, reminder or list action is untrue by construction: it is
-replaced by one honest sentence. Pure: patterns over text, no model.
+replaced by one honest sentence. Nor has the LLM a clock: a reply that says today's date
+or the time is replaced by the clock skill's answer. Pure: patterns over text, no model.
 """
 
 from __future__ import annotations
@@ -42,3 +43,30 @@ def claims_action(reply: str, transcript: str) -> bool:
     if not _ABOUT.search(transcript.lower()):
         return False
     return bool(_CLAIMS.search(reply.lower().replace("\u2019", "'")))
+
+
+_DAY_OR_MONTH = (r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february"
+                 r"|march|april|may|june|july|august|september|october|november|december|\d)")
+_CLOCK_CLAIMS = (
+    # "The current date is 8/1/2023.": said as soon as its lead is, before the date is
+    # spoken (the first clause is cut before "is", a linking word).
+    (re.compile(r"\b(?:date(?: today| for today)? is|today's date is"
+                rf"|today is {_DAY_OR_MONTH}|it(?: is|'s) (?:now )?{_DAY_OR_MONTH}\w* \d)"),
+     "what's the date today"),
+    (re.compile(r"\b(?:the (?:current |present )?time(?: now| right now)? is|it(?: is|'s) (?:now |"
+                r"currently )?\d{1,2}(?::\d\d)? ?(?:am|pm|a\.m|p\.m|o'clock)\b"
+                r"|is (?:now )?\d{1,2}:\d\d ?(?:am|pm|a\.m|p\.m)\b)"),
+     "what time is it"),
+)
+
+
+def clock_claim(reply: str) -> str | None:
+    """The request the clock answers ("what's the date today", "what time is it") when
+    `reply` (the LLM's words so far) states today's date or the time, which the LLM cannot
+    know (asked "What's the case date?", the 0.5B said "The current date is 8/1/2023.");
+    None otherwise."""
+    said = reply.lower().replace("\u2019", "'")
+    for pattern, asked in _CLOCK_CLAIMS:
+        if pattern.search(said):
+            return asked
+    return None

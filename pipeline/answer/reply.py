@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.answer.claims import NOT_DONE, claims_action
+from pipeline.answer.claims import NOT_DONE, claims_action, clock_claim
 from pipeline.answer.clauses import ClauseOptions, ClauseSplitter
-from pipeline.answer.heard import Spoken, heard_words
 from pipeline.answer.integrity import (
     CopyGuard,
     IntegrityOptions,
@@ -31,19 +30,18 @@ from pipeline.answer.model_calls import Models
 from pipeline.answer.second_hearing import hear_again
 from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
+from pipeline.answer.voicing import Voicing
 from pipeline.compute.degrade import Degradation
 from pipeline.compute.workers import Gate, Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
-from pipeline.events import SAMPLE_RATE, Clause, Pcm
+from pipeline.events import Clause, Pcm
 from pipeline.skills.base import SkillReply
 from pipeline.speaker import Speaker
 from pipeline.timeline import (
     ASR_FINAL,
     FIRST_CLAUSE,
     LLM_START,
-    TTFA_SERVER,
     TTFT,
-    TTUA,
     VERDICT,
     Timeline,
     now,
@@ -100,10 +98,6 @@ class Reply:
     llm_seconds: float = 0.0
     started: float = field(default_factory=now)
     committed: asyncio.Event = field(default_factory=asyncio.Event)
-    finished: asyncio.Event = field(default_factory=asyncio.Event)
-    _spoken: list[Spoken] = field(default_factory=list)
-    _generated_all: bool = False
-    _sentence_sent: bool = False
     _held: list[ConversationEvent] = field(default_factory=list)
     _llm_gate: Gate = field(default_factory=Gate)
     _clause_ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -114,6 +108,20 @@ class Reply:
     _clauses: list[str] = field(default_factory=list)
     _sentences: int = 0
     _spent: bool = False
+    _voice: Voicing = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._voice = Voicing(
+            self.models, self.speaker, self.timeline, self.committed, self._verdict_in,
+            self._llm_gate, self._tts_priority, spoken=self.spoken, under_load=self.under_load)
+
+    @property
+    def finished(self) -> asyncio.Event:
+        """The reply is made and played out (or, text only, written)."""
+        return self._voice.finished
+
+    def _tts_priority(self) -> Priority:
+        return self._skills_first() if self.skill is not None else self.priority
 
     @property
     def light(self) -> bool:
@@ -175,16 +183,16 @@ class Reply:
     @property
     def played_text(self) -> str:
         """What the user actually heard: whole clauses, then the heard share of the next."""
-        return " ".join(heard_words(self._spoken))
+        return self._voice.played_text
 
     @property
     def audio_s(self) -> float:
         """Seconds of reply audio made (all of it, heard or not)."""
-        return sum(s.samples for s in self._spoken) / SAMPLE_RATE
+        return self._voice.audio_s
 
     @property
     def played_s(self) -> float:
-        return sum(s.played for s in self._spoken) / SAMPLE_RATE
+        return self._voice.played_s
 
     async def run(self) -> None:
         """Transcribe, think, speak; returns when the reply has played out.
@@ -213,7 +221,7 @@ class Reply:
             else:
                 self._verdict_in.set()
             group.create_task(self._think(clauses))
-            group.create_task(self._speak(clauses))
+            group.create_task(self._voice.speak(clauses))
             if self.under_load is not None and self.spoken and self.skill is None:
                 group.create_task(self.under_load.one_moment(self.models.say, self.speaker))
         await self.finished.wait()
@@ -360,14 +368,23 @@ class Reply:
 
     def _say_llm(self, text: str, splitter: ClauseSplitter,
                  clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
-        """The LLM's words, unless they claim a timer or list action, which no skill did
-        (pipeline.answer.claims): then one honest sentence instead. True: stop the LLM."""
+        """The LLM's words, unless they claim a timer or list action, which no skill did, or
+        say the date or time, which the LLM cannot know (pipeline.answer.claims): then one
+        honest sentence, or the clock's answer, instead. True: stop the LLM."""
         assert self.transcript is not None
-        if not claims_action(self.text + text, self.transcript):
+        so_far = self.text + text
+        asked = clock_claim(so_far)
+        clock = self.answer_skill(asked) if asked and self.answer_skill is not None else None
+        if clock is not None:
+            log.info("the LLM said the date or time (%r): the clock answers", so_far[-80:])
+            instead = clock.text
+        elif claims_action(so_far, self.transcript):
+            log.info("the LLM claimed an action no skill did (%r): not said", so_far[-80:])
+            instead = NOT_DONE
+        else:
             return self._say(text, splitter, clauses, budget)
-        log.info("the LLM claimed an action no skill did (%r): not said", (self.text + text)[-80:])
         splitter.drop()
-        self._say(NOT_DONE, splitter, clauses, budget)
+        self._say(instead, splitter, clauses, budget)
         return True
 
     def _say(self, text: str, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
@@ -412,62 +429,6 @@ class Reply:
                     self._spent = True
                     return True
         return False
-
-    async def _speak(self, clauses: asyncio.Queue[Clause | None]) -> None:
-        if not self.spoken:
-            await self._write(clauses)
-            return
-        while (clause := await clauses.get()) is not None:
-            await self._verdict_in.wait()
-            spoken = Spoken(clause)
-            self._spoken.append(spoken)
-            stream = self.models.tts_worker.stream(
-                self.models.synthesizer.synthesize, clause.text,
-                priority=self._skills_first() if self.skill is not None else self.priority
-            )
-            async with contextlib.aclosing(stream):
-                async for pcm in stream:
-                    self._llm_gate.open()
-                    await self.committed.wait()
-                    if self.under_load is not None:
-                        self.under_load.audio_started()
-                    spoken.samples += len(pcm)
-                    self.speaker.push(pcm, self._on_played(spoken))
-            spoken.done = True
-            self._llm_gate.open()
-            if clause.ends_sentence:
-                self._sentence_sent = True
-                self._stamp_ttua()
-        if self.under_load is not None:
-            self.under_load.audio_started()  # lets one_moment end
-        self._generated_all = True
-        self._check_finished()
-
-    async def _write(self, clauses: asyncio.Queue[Clause | None]) -> None:
-        """A text-only reply: every clause is shown as it is written, so it is what was
-        "heard" (an interruption keeps the clauses written by then)."""
-        while (clause := await clauses.get()) is not None:
-            self._spoken.append(Spoken(clause, done=True))
-        self._generated_all = True
-        self._check_finished()
-
-    def _on_played(self, spoken: Spoken) -> Callable[[int], None]:
-        def played(samples: int) -> None:
-            self.timeline.stamp(TTFA_SERVER)
-            self._stamp_ttua()
-            spoken.played += samples
-            self._check_finished()
-
-        return played
-
-    def _stamp_ttua(self) -> None:
-        # A usable answer: a whole sentence handed to the transport, and playback begun.
-        if self._sentence_sent and self.timeline.has(TTFA_SERVER):
-            self.timeline.stamp(TTUA)
-
-    def _check_finished(self) -> None:
-        if self._generated_all and all(s.played >= s.samples for s in self._spoken):
-            self.finished.set()
 
 
 def _ends_sentence(text: str) -> bool:
