@@ -12,6 +12,7 @@ import difflib
 import logging
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from pipeline.skills.base import SkillContext, SkillReply, normalise
@@ -173,7 +174,9 @@ def _list_reply(
             text += f" {join_words(there).capitalize()} {_is(there)} already on it."
         return _say(text.strip(), (lambda: _ignore(store.add(owner, name, missing))) if missing else None)
     if not there:
-        return _say(f"{join_words(missing).capitalize()} {_is(missing)} not on {where}.")
+        # Nothing of it there while other things are: maybe misheard (second_hearing).
+        return replace(_say(f"{join_words(missing).capitalize()} {_is(missing)} not on {where}."),
+                       found_nothing=bool(current))
     text = f"Removed {join_words(there)} from {where}."
     return _say(text, lambda: _ignore(store.remove(owner, name, there)))
 

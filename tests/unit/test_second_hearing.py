@@ -7,12 +7,14 @@ import dataclasses
 import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
 
 from models.intents import load_recognizer
+from models.list_store import SqliteListStore
 from pipeline.answer.model_calls import Models
 from pipeline.answer.second_hearing import hear_again
 from pipeline.compute.workers import Priority
@@ -232,3 +234,24 @@ def test_only_a_named_timer_missing_among_running_ones_counts_as_found_nothing()
         assert reply(text).found_nothing, text
     for text in ("Cancel the pizza timer.", "How much time is left?", "Pause the timer."):
         assert not reply(text).found_nothing, text
+
+
+def test_an_item_missing_from_a_list_with_others_on_it_counts_as_found_nothing(
+        tmp_path: Path) -> None:
+    """An item that is not on a list holding other things may be misheard: heard again."""
+    ctx = SkillContext(now=datetime(2024, 5, 1, 8, 0, tzinfo=ZoneInfo("Europe/London")),
+                       monotonic=1000.0)
+    store = SqliteListStore(tmp_path / "lists.sqlite3")
+    skills = default_skills(timers=Timers(), store=store, recognizer=load_recognizer())
+
+    def reply(text: str) -> SkillReply:
+        found = skills.answer(text, replace(ctx, transcript=text))
+        assert found is not None and found.skill == "list", text
+        return found
+
+    assert not reply("Remove kiwis from my shopping list.").found_nothing  # an empty list
+    store.add("default", "shopping", ["rice", "bread"])
+    for text in ("Remove kiwis from my shopping list.", "Check off kiwis from my shopping list."):
+        assert reply(text).found_nothing, text
+    assert not reply("Remove bread from my shopping list.").found_nothing
+    store.close()
