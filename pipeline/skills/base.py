@@ -76,9 +76,10 @@ class SkillReply:
     @property
     def whole_request(self) -> bool:
         """The words were understood as a whole request, so the turn may end early: not
-        when the reply asks back, nor for a refusal, which a topic word alone brings on
-        ("What is the weather like | in Paris?" was cut at its pause)."""
-        return not self.asks and not self.refusal
+        when the reply asks back. A refusal is one too: what follows a pause it was cut
+        at ("What is the weather light? | in Paris today") is refused with it
+        (pipeline.skills.refusals: a refusal cut in on)."""
+        return not self.asks
 
 
 @dataclass(frozen=True)

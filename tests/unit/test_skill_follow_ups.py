@@ -3,6 +3,7 @@ before answered (its `LastResult`), and fire only when there is one of the right
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -35,7 +36,8 @@ def talk(*transcripts: str) -> list[str | None]:
     conversation carries it: a skill's result, or the LLM's topic."""
     skills, last, replies = server_skills(), None, []
     for transcript in transcripts:
-        ctx = SkillContext(now=FRIDAY, monotonic=0.0, transcript=transcript, last=last)
+        ctx = SkillContext(now=FRIDAY, monotonic=0.0, transcript=transcript, last=last,
+                           previous=next((r for r in reversed(replies) if r), ""))
         reply = skills.answer(transcript, ctx)
         replies.append(None if reply is None else reply.text)
         last = (reply.result if reply is not None
@@ -187,6 +189,25 @@ def test_a_follow_up_on_a_refusal_that_named_a_place_names_only_its_own() -> Non
     first, second = talk("What's the weather in Berlin?", "And in Paris?")
     assert first == "I can't check the weather in Berlin: I work offline, with no internet."
     assert second == "I can't check the weather in Paris either: I work offline, with no internet."
+
+
+def test_a_refusal_cut_in_on_is_finished_by_the_words_said_over_it() -> None:
+    """The turn ended at a thinking pause ("What is the weather light?" for "… like | in
+    Paris today?"); the user went on over the refusal: what they said finishes it."""
+    skills = server_skills()
+    first = skills.answer("What is the weather light?", SkillContext(
+        now=FRIDAY, monotonic=0.0, transcript="What is the weather light?"))
+    assert first is not None and first.refusal
+    cut_in_on = SkillContext(now=FRIDAY, monotonic=0.0, transcript="in Paris today?",
+                             last=first.result, previous="I can't check the")
+    went_on = skills.answer("in Paris today?", cut_in_on)
+    assert went_on is not None and went_on.text == (
+        "I can't check the weather in Paris today: I work offline, with no internet.")
+    heard_whole = dataclasses.replace(cut_in_on, previous=first.text)
+    after = skills.answer("in Paris today?", heard_whole)
+    assert after is not None and after.text == (
+        "I can't check the weather in Paris today either: I work offline, with no internet.")
+    assert skills.answer("Tomorrow.", dataclasses.replace(heard_whole, transcript="Tomorrow.")) is None
 
 
 def test_refusals_follow_one_another_from_the_first() -> None:
