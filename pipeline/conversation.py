@@ -304,7 +304,9 @@ class Conversation:
         assert self.skills is not None
         context = SkillContext(now=datetime.now().astimezone(), monotonic=now(),
                                owner=self.options.owner, transcript=transcript,
-                               previous=last_reply(self.history), last=self.last_result)
+                               previous=last_reply(self.history), last=self.last_result,
+                               earlier=tuple(m.content for m in self.history
+                                             if m.role == "assistant" and m.content))
         return self.skills.answer(transcript, context)
 
     def _acted(self, skill: SkillReply) -> None:

@@ -101,6 +101,9 @@ class SkillContext:
     the clock still reads "Today is …" from it). A follow-up's referent is `last`."""
     last: LastResult | None = None
     """What the last finished turn answered (None: nothing yet, or nothing to refer to)."""
+    earlier: tuple[str, ...] = ()
+    """Everything the assistant said in this conversation, as heard, oldest first (a
+    decline already given is said as still so)."""
 
 
 class Skill(Protocol):
@@ -122,6 +125,8 @@ _RESPELT: tuple[tuple[re.Pattern[str], str], ...] = (
      r"\1 and \2"),
     # "add the olive oil to the least": a list said at the end of an add
     (re.compile(r"^((?:add|put) .+ (?:to|on|onto) (?:the|my|our) (?:shopping )?)least$"), r"\1list"),
+    # "state us on my timers": "status" heard as two words
+    (re.compile(r"^state us (?=(?:of|on|for) (?:my|the|all|your)\b)"), "status "),
 )
 """What Whisper writes for the words of a request in ways no phrasing means."""
 

@@ -167,12 +167,14 @@ def weather_place(request: str) -> str | None:
     return None
 
 
-def _spoken(reply: str, request: str, previous: str) -> str:
-    """The decline as said: the weather's names the place asked about, and one that would
-    say just what the last reply said is told as still so ("I still can't …")."""
+def _spoken(reply: str, request: str, ctx: SkillContext) -> str:
+    """The decline as said: the weather's names the place asked about, and one already
+    given in this conversation (for any place) is told as still so ("I still can't …")."""
+    cannot = reply.split(":", 1)[0]
+    given = any(said.startswith(cannot) for said in (*ctx.earlier, ctx.previous))
     if reply == _WEATHER_REPLY and (place := weather_place(request)) is not None:
         reply = reply.replace("the weather:", f"the weather in {place}:")
-    if reply == previous:
+    if given:
         reply = reply.replace("I can't", "I still can't", 1)
     return reply
 
@@ -189,7 +191,7 @@ class OfflineSkill:
         for pattern, reply in _MATCHERS:
             if pattern.search(request):
                 # A follow-up ("and in Paris?") is refused from the plain sentence.
-                return SkillReply(text=_spoken(reply, request, ctx.previous),
+                return SkillReply(text=_spoken(reply, request, ctx),
                                   skill=self.name, refusal=True,
                                   result=LastResult(skill=self.name, kind="refusal", topic=reply))
         return None

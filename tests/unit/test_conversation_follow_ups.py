@@ -219,3 +219,12 @@ async def test_a_call_the_follow_up_does_not_support_is_answered_in_words_with_t
     assert responder.plain[-1] and responder.users[-1] == "When was he born?"
     assert responder.histories[-1] == [Message("user", "Who wrote Romeo and Juliet?"),
                                        Message("assistant", "Shakespeare, in 1564.")]
+
+
+async def test_the_weather_asked_again_later_is_declined_as_still_so(workers: Workers) -> None:
+    conv, responder = chat(workers, ["What's the weather in Berlin?", "What is 12 times 7?",
+                                     "What's the weather?"])
+    replies = await turns(conv, 3)
+    assert replies[0] == "I can't check the weather in Berlin: I work offline, with no internet."
+    assert replies[2] == "I still can't check the weather: I work offline, with no internet."
+    assert responder.users == []

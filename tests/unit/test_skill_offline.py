@@ -175,8 +175,19 @@ def test_a_decline_said_just_before_is_told_as_still_so() -> None:
     reply = SKILL.answer(normalise("What's the weather like?"), after)
     assert reply is not None
     assert reply.text == "I still can't check the weather: I work offline, with no internet."
-    other = SKILL.answer(normalise("What's the weather in Paris?"), after)
-    assert other is not None and other.text == WEATHER.replace("weather:", "weather in Paris:")
+    other = SKILL.answer(normalise("What's the news?"), after)
+    assert other is not None and other.text == NEWS
+
+
+def test_a_decline_given_earlier_in_the_conversation_for_any_place_is_told_as_still_so() -> None:
+    later = SkillContext(now=CTX.now, monotonic=0.0, previous="It's 9:30 AM.",
+                         earlier=(WEATHER.replace("weather:", "weather in Berlin:"), "It's 9:30 AM."))
+    reply = SKILL.answer(normalise("What's the weather?"), later)
+    assert reply is not None
+    assert reply.text == "I still can't check the weather: I work offline, with no internet."
+    paris = SKILL.answer(normalise("What's the weather in Paris?"), later)
+    assert paris is not None
+    assert paris.text == "I still can't check the weather in Paris: I work offline, with no internet."
 
 
 def test_every_refusal_is_one_short_sentence_without_symbols() -> None:
