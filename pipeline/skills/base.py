@@ -123,6 +123,8 @@ _RESPELT: tuple[tuple[re.Pattern[str], str], ...] = (
     # "56 minutes in 40 seconds": tiny.en's "and" between the parts of one duration
     (re.compile(rf"\b({_NUMBER} (?:hours?|minutes?)) in ({_NUMBER} (?:minutes?|seconds?))\b"),
      r"\1 and \2"),
+    # "one hours for minutes": "four" heard as "for" between the parts of a duration
+    (re.compile(r"\b(hours?|minutes?) for (minutes?|seconds?)\b"), r"\1 four \2"),
     # "add the olive oil to the least": a list said at the end of an add
     (re.compile(r"^((?:add|put) .+ (?:to|on|onto) (?:the|my|our) (?:shopping )?)least$"), r"\1list"),
     # "state us on my timers": "status" heard as two words

@@ -104,6 +104,8 @@ def test_an_imperative_that_puts_things_on_the_list_is_an_add() -> None:
     ("Add the olive oil to the least.", "add the olive oil to the list"),
     ("Put eggs on my shopping least.", "put eggs on my shopping list"),
     ("State us on my timers.", "status on my timers"),
+    ("Add one hours for minutes to my timer.", "add one hours four minutes to my timer"),
+    ("Set a timer for two minutes for the pasta.", "set a timer for two minutes for the pasta"),
     ("The state us of the union", "the state us of the union"),
     # what is meant as said stays as said
     ("What is the least common multiple of 4 and 6?", "what is the least common multiple of 4 and 6"),
