@@ -125,6 +125,10 @@ LEVERS: tuple[Lever, ...] = (
             sets="conversation.clauses.first_clause_max_words",
             help="with no comma by N words, the first clause is cut before a linking word"
             " with 3 words before it (default 4)"),
+    Setting(name="first-clause-cap", flag="--first-clause-cap", metavar="N", type=int,
+            sets="conversation.clauses.first_clause_cap_words",
+            help="with neither a comma nor a linking word, the first clause is cut before"
+            " word N+1 as it is written (default 0: off)"),
     Switch(name="drafts", flag="--no-drafts", sets={"llm.drafts": False, "engine.reply_cache": False},
            help="no draft-and-verify decoding (and no reply cache)"),
     Switch(name="prompt-lookup", flag="--prompt-lookup", sets={"llm.prompt_lookup": True},

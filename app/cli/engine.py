@@ -42,8 +42,9 @@ def settings_from(args: argparse.Namespace) -> Any:
         partial_interval_s=args.caption_interval,
         **_checked(_talk_over, "--barge-in-ms / --hold-ms / --held-barge-in-ms",
                    barge_in_ms=args.barge_in_ms, hold=args.hold_ms, held=args.held_barge_in_ms),
-        integrity=_checked(IntegrityOptions, "--max-sentences / --history-exchanges",
+        integrity=_checked(IntegrityOptions, "--max-sentences / --reply-words / --history-exchanges",
                            max_sentences=args.max_sentences, max_exchanges=args.history_exchanges,
+                           reply_words=args.reply_words,
                            keep_interrupted=args.keep_interrupted,
                            copy_guard=not args.no_copy_guard),
         room=_checked(RoomOptions, "--agc", enabled=not args.no_room_gate,
@@ -225,6 +226,10 @@ def _says_flags(parser: argparse.ArgumentParser) -> None:
                       " else ~/.local/share/apace)")
     says.add_argument("--max-sentences", type=int, default=IntegrityOptions().max_sentences,
                       help="sentences in a spoken reply unless more is asked (default %(default)s)")
+    says.add_argument("--reply-words", type=int, metavar="N",
+                      default=IntegrityOptions().reply_words,
+                      help="an LLM reply starts no further sentence after N words unless more"
+                      " is asked (0: up to 45; default %(default)s)")
     says.add_argument("--history-exchanges", type=int, default=IntegrityOptions().max_exchanges,
                       help="past exchanges the LLM reads (default %(default)s)")
     says.add_argument("--keep-interrupted", action="store_true",

@@ -28,6 +28,12 @@ _LINKING_WORDS = frozenset(
     "and but or so because that which who whom whose when where while with for to from "
     "in on at of by about as than is are was were can will".split()
 )
+_LEADING_WORDS = _LINKING_WORDS | frozenset(
+    "a an the my your his her its our their this these those some any no not very more most "
+    "less about around approximately over under nearly almost just only really so too quite"
+    .split())
+"""Words a clause cut by the cap may not end on: they lead into the next word."""
+_NUMBER = re.compile(r"[-+$€£]?\d[\d.,:/%]*")
 _MARKUP = re.compile(r"[*_#`~]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](url): the text is spoken, not the url
 _CODE = re.compile(r"</?[A-Za-z_][^<>]*>|\\[A-Za-z]+|\\.|[{}\\]")
@@ -49,8 +55,20 @@ class ClauseOptions:
     """With no comma by this many words, the first clause is cut before a linking word
     with `first_clause_min_words` words before it ("The closest planet | to the sun…"):
     each token costs ~43 ms on 2 cores (default 4; why: docs/latency.md)."""
+    first_clause_cap_words: int = 0
+    """With neither a comma nor a linking word to cut at, the first clause is cut before
+    its word number N+1 as soon as that word is being written (0: off): a first sentence
+    with neither ("Gravity is approximately 9.81 m/s².") was spoken only once it was
+    written whole, ~0.9 s after its first token on 2 cores. Off by default: at 4 it moved
+    the LLM turns' first clause by a median -4 ms on the quality bench (docs/latency.md)."""
     max_words: int = 30
     """A sentence longer than this is cut at its next comma-like break anyway."""
+
+
+    def __post_init__(self) -> None:
+        if self.first_clause_cap_words < 0 or self.first_clause_min_words < 1:
+            raise ValueError("first_clause_cap_words must be >= 0 (0: off) and"
+                             " first_clause_min_words >= 1")
 
 
 class ClauseSplitter:
@@ -128,12 +146,19 @@ class ClauseSplitter:
         counts: the cut is at the space before it whatever it becomes ("to" → "today"
         still leaves "The closest planet" whole), so clause 1 need not wait a token more."""
         words = list(re.finditer(r"\S+", self._buffer))
-        if len(words) < self.options.first_clause_max_words:
-            return None
-        for index, word in enumerate(words):
-            if (index >= self.options.first_clause_min_words
-                    and word.group().lower().strip(",.") in _LINKING_WORDS):
-                return word.start()
+        if len(words) >= self.options.first_clause_max_words:
+            for index, word in enumerate(words):
+                if (index >= self.options.first_clause_min_words
+                        and word.group().lower().strip(",.") in _LINKING_WORDS):
+                    return word.start()
+        cap = self.options.first_clause_cap_words
+        if cap and len(words) > cap:
+            # Not after a number ("9.81 | m/s²") or a word that leads into the next one
+            # ("is the | Pacific"): back to an earlier word, at least the minimum.
+            for index in range(cap, self.options.first_clause_min_words - 1, -1):
+                before = words[index - 1].group().lower().strip("\"'(")
+                if before not in _LEADING_WORDS and not _NUMBER.fullmatch(before):
+                    return words[index].start()
         return None
 
     def _too_long(self) -> bool:

@@ -10,8 +10,9 @@ makes the copy complete. Three guards, each pure and testable without a model:
   the last few exchanges.
 - `CopyGuard`: holds reply text back while it is still the start of an earlier reply, and
   calls a copy once it has followed one for long enough: the caller regenerates.
-- `sentence_budget`: spoken answers are one or two sentences unless the user asked for
-  more, so ordinary use does not talk over the user's next question.
+- `sentence_budget`, `word_budget`, `is_offer`: spoken answers are one sentence, or two
+  short ones, unless the user asked for more, and end before an offer of more help, so
+  ordinary use does not talk over the user's next question.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ class IntegrityOptions:
     """... when the user asked for more (a story, an explanation, steps, a list)."""
     max_words: int = 45
     """A reply is cut at the first sentence end past this many words, whatever it was asked."""
+    reply_words: int = 12
+    """An ordinary LLM reply (the user asked for no more) says no further sentence once its
+    sentences so far have this many words: one full sentence, or two short ones. Spoken at
+    ~2.5 words a second, 2 sentences of ~10 words took 7 s and were still playing when the
+    user asked the next question (docs/quality.md). 0: only `max_words` applies."""
 
     def __post_init__(self) -> None:
         if self.max_exchanges < 0 or self.max_sentences < 1 or self.more_sentences < 1:
             raise ValueError("max_exchanges must be >= 0 and the sentence budgets >= 1")
+        if self.reply_words < 0 or self.max_words < 1:
+            raise ValueError("reply_words must be >= 0 and max_words >= 1")
 
 
 def prompt_history(history: Sequence[Message], options: IntegrityOptions) -> list[Message]:
@@ -152,13 +160,35 @@ def _starts(candidate: list[str], said: list[str], complete: list[str]) -> bool:
 
 
 _ASKS_FOR_MORE = re.compile(
-    r"\b(tell me (a|an|about|more)|story|explain|in detail|describe|steps|step by step|"
+    r"\b(tell me (a|an|about|more)|story|joke|riddle|poem|explain|in detail|describe|steps|"
+    r"step by step|"
     r"list|recipe|how (do|can|should) i)\b", re.IGNORECASE)
 
 
 def sentence_budget(transcript: str, options: IntegrityOptions) -> int:
     """How many sentences the reply to `transcript` may have."""
     return options.more_sentences if _ASKS_FOR_MORE.search(transcript) else options.max_sentences
+
+
+def word_budget(transcript: str, options: IntegrityOptions) -> int:
+    """Words after which an LLM reply to `transcript` starts no further sentence."""
+    if _ASKS_FOR_MORE.search(transcript) or not options.reply_words:
+        return options.max_words
+    return min(options.reply_words, options.max_words)
+
+
+_OFFER = re.compile(
+    r"^(?:(?:so|and|now),?\s+)?(?:(?:what|how)(?: else)? (?:can|may) i (?:do|help|assist)"
+    r"|(?:is there )?anything else|if you (?:have|need|want)|let me know|feel free|"
+    r"(?:i'?m |i am )?(?:here|happy|glad) to help|do you (?:have|need|want) (?:any|more|anything)"
+    r"|(?:hope|i hope) (?:this|that) helps)\b", re.IGNORECASE)
+
+
+def is_offer(sentence_start: str) -> bool:
+    """Whether a sentence after the answer is only an offer of more help ("What can I do
+    for you?", "If you have any more questions, feel free to ask."): the 0.5B tacks one
+    onto a third of its answers; a spoken reply ends before it."""
+    return bool(_OFFER.match(sentence_start.strip()))
 
 
 def earlier_replies(history: Sequence[Message], transcript: str) -> list[str]:

@@ -22,8 +22,10 @@ from pipeline.answer.integrity import (
     CopyGuard,
     IntegrityOptions,
     earlier_replies,
+    is_offer,
     prompt_history,
     sentence_budget,
+    word_budget,
 )
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
@@ -413,9 +415,16 @@ class Reply:
         """Hand clauses to the speaker side; True once the reply's sentence budget (or its
         word budget, at a sentence end) is spent."""
         words_cap = self.integrity.max_words
-        if self.under_load is not None and self.skill is None:  # a short reply's caps
-            budget, words_cap = self.under_load.caps(budget, words_cap)
+        if self.skill is None:  # an LLM reply: one sentence, or two short ones
+            assert self.transcript is not None
+            words_cap = word_budget(self.transcript, self.integrity)
+            if self.under_load is not None:  # a short reply's caps
+                budget, words_cap = self.under_load.caps(budget, words_cap)
         for clause in made:
+            if self.skill is None and self._sentences and self._at_sentence_start() \
+                    and is_offer(clause.text):
+                self._spent = True  # "What can I do for you?" after the answer: not said
+                return True
             if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
                 self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
             self.timeline.stamp(FIRST_CLAUSE)
@@ -429,6 +438,10 @@ class Reply:
                     self._spent = True
                     return True
         return False
+
+
+    def _at_sentence_start(self) -> bool:
+        return not self._clauses or _ends_sentence(self._clauses[-1])
 
 
 def _ends_sentence(text: str) -> bool:

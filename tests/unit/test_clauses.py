@@ -174,6 +174,29 @@ def test_a_first_sentence_without_a_late_linking_word_is_not_cut_before_its_end(
         assert [c.text for c in split_clauses(w + " " for w in text.split())] == [text]
 
 
+def test_the_first_clause_is_capped_at_four_words_but_not_after_a_number_or_lead_word() -> None:
+    def cut(text: str) -> list[str]:
+        capped = ClauseOptions(first_clause_cap_words=4)
+        return [c.text for c in split_clauses((w + " " for w in text.split()), capped)]
+
+    assert cut("The solar system has 8 planets.") == ["The solar system has", "8 planets."]
+    # the word before the cut is a number or leads on: back one, or no cut at all
+    assert cut("Water boils at 100 degrees Celsius.") == ["Water boils at 100 degrees Celsius."]
+    assert cut("Gravity is approximately 9.81 m/s².") == ["Gravity is approximately 9.81 m/s²."]
+    assert cut("It weighs about 5 tons.") == ["It weighs about 5 tons."]
+    assert cut("Blue and yellow make green paint.") == ["Blue and yellow make", "green paint."]
+    assert cut("Mount Everest stands really tall today.") == ["Mount Everest stands",
+                                                         "really tall today."]
+
+
+def test_the_cap_waits_for_the_next_word_to_begin() -> None:
+    splitter = ClauseSplitter(ClauseOptions(first_clause_cap_words=4))
+    assert splitter.feed("The solar system has ") == []
+    assert [c.text for c in splitter.feed("8")] == ["The solar system has"]
+    with pytest.raises(ValueError):
+        ClauseOptions(first_clause_cap_words=-1)
+
+
 def test_the_phrase_cut_applies_to_the_first_clause_only() -> None:
     text = "Sure. The tallest mountain in the world is Mount Everest which is tall."
     clauses = [c.text for c in split_clauses(w + " " for w in text.split())]

@@ -10,9 +10,11 @@ from pipeline.answer.integrity import (
     CopyGuard,
     IntegrityOptions,
     earlier_replies,
+    is_offer,
     prompt_history,
     sentence_budget,
     window_start,
+    word_budget,
 )
 from pipeline.answer.llm import Message
 
@@ -134,3 +136,30 @@ def test_spoken_replies_get_two_sentences_unless_more_is_asked_for(question: str
 def test_bad_budgets_are_refused() -> None:
     with pytest.raises(ValueError, match="budgets"):
         IntegrityOptions(max_sentences=0)
+
+
+def test_an_ordinary_reply_has_a_word_budget_and_one_asked_for_more_the_long_one() -> None:
+    options = IntegrityOptions()
+    assert word_budget("What is the capital of France?", options) == options.reply_words
+    assert word_budget("Tell me a story about a dragon.", options) == options.max_words
+    assert word_budget("Tell me that joke.", options) == options.max_words  # its punchline
+    assert word_budget("Who wrote Hamlet?", IntegrityOptions(reply_words=0)) == options.max_words
+    with pytest.raises(ValueError):
+        IntegrityOptions(reply_words=-1)
+
+
+@pytest.mark.parametrize("sentence", [
+    "What can I do for you?", "How else can I help?", "Is there anything else?",
+    "If you have any more questions, feel free to ask.", "Let me know if you need more.",
+    "Feel free to ask!", "I'm happy to help.", "Hope this helps!",
+])
+def test_offers_of_more_help_are_told(sentence: str) -> None:
+    assert is_offer(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "It is in France.", "What a lovely question.", "If it rains, take an umbrella.",
+    "Anything can happen.", "Helping others is good.",
+])
+def test_answers_are_not_offers(sentence: str) -> None:
+    assert not is_offer(sentence)

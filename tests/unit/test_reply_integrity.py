@@ -83,6 +83,43 @@ async def test_a_reply_is_cut_after_two_sentences_and_the_llm_stops(workers: Wor
     assert responder.produced < 4
 
 
+async def test_a_long_first_sentence_is_the_whole_reply(workers: Workers) -> None:
+    # 12 words: an ordinary question gets no second sentence after it (reply_words).
+    first = "Paris is the capital of France and the largest city in the country. "
+    responder = FakeResponder([first, "It has a famous tower. "], delay_s=0.01)
+    reply, speaker, synthesizer = make(workers, responder, [])
+    await run(reply, speaker)
+    assert reply.text == first.strip()
+    assert " ".join(synthesizer.texts) == reply.text
+
+
+async def test_two_short_sentences_are_both_said_and_more_when_more_is_asked(
+    workers: Workers,
+) -> None:
+    responder = FakeResponder(["Paris. ", "It is in France. "])
+    reply, speaker, _ = make(workers, responder, [])
+    await run(reply, speaker)
+    assert reply.text == "Paris. It is in France."
+    long = "Paris is the capital of France and the largest city in the country. "
+    responder = FakeResponder([long, "It has a famous tower. "])
+    reply, speaker, _ = make(workers, responder, [], transcript="Tell me about Paris.")
+    await run(reply, speaker)
+    assert reply.text == long + "It has a famous tower."
+
+
+async def test_an_offer_of_more_help_after_the_answer_is_not_said(workers: Workers) -> None:
+    responder = FakeResponder(["Hamlet is by Shakespeare. ", "What can I do for you? "])
+    reply, speaker, synthesizer = make(workers, responder, [], transcript="Who wrote Hamlet?")
+    await run(reply, speaker)
+    assert reply.text == "Hamlet is by Shakespeare."
+    assert synthesizer.texts == ["Hamlet is by Shakespeare."]
+    # As the whole reply, an offer is said.
+    responder = FakeResponder(["How can I help you today? "])
+    reply, speaker, _ = make(workers, responder, [], transcript="Hello!")
+    await run(reply, speaker)
+    assert reply.text == "How can I help you today?"
+
+
 async def test_an_unfinished_tail_after_a_whole_sentence_is_not_spoken(workers: Workers) -> None:
     responder = FakeResponder(["The answer is four. ", "However, ", "you"])
     reply, speaker, synthesizer = make(workers, responder, [])
