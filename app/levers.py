@@ -135,6 +135,9 @@ LEVERS: tuple[Lever, ...] = (
            ablate=False, help="add prompt-lookup drafts (slower for chat on CPU)"),
     Setting(name="draft-model", flag="--draft-model", metavar="GGUF", sets="llm.draft_model",
             help="a smaller model with the LLM's vocabulary drafts every reply"),
+    Switch(name="hear-unsure", flag="--no-hear-unsure", sets={"conversation.hear_unsure": False},
+           ablate=False, help="a turn the turn detector is unsure of is not heard again by the"
+           " second ear before the LLM reads it"),
     Switch(name="llm-tools", flag="--no-llm-tools", sets={"llm.tools": False}, ablate=False,
            help="do not offer the skills to the LLM as tools (the skills still answer what"
            " they recognise; the LLM only talks)"),

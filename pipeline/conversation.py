@@ -277,6 +277,8 @@ class Conversation:
                       integrity=self.options.integrity,
                       answer_skill=self._answer_skill if self.skills is not None else None,
                       on_action=self._acted, early_verdict=self.options.early_verdict,
+                      rehear_below=(endpoint.done_logprob if self.options.hear_unsure
+                                    and (endpoint := self.options.endpoint) else None),
                       under_load=UnderLoad(self.load, self) if self.load is not None else None)
         if speculative:
             for stats in self.speculation_stats():

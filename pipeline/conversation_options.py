@@ -45,6 +45,9 @@ class ConversationOptions:
     """The turn detector judges a speculative transcript before the LLM reads it, so a
     finished turn's endpoint does not wait for the reply's first clause (default True;
     False: once the first clause is written, the `--late-verdict` lever)."""
+    hear_unsure: bool = True
+    """A turn the turn detector is unsure of (it waits 1.0-1.2 s to end) is heard again by
+    the second ear, where there is one, before the LLM reads it (docs/quality.md)."""
     clauses: ClauseOptions = field(default_factory=ClauseOptions)
     """How reply text is cut for TTS (first clause early: docs/latency.md)."""
     partial_interval_s: float | None = 1.0

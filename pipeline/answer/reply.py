@@ -29,7 +29,7 @@ from pipeline.answer.integrity import (
 )
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
-from pipeline.answer.second_hearing import hear_again
+from pipeline.answer.second_hearing import hear_again, hear_unsure
 from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
 from pipeline.answer.voicing import Voicing
@@ -93,6 +93,9 @@ class Reply:
     its words instead (pipeline.answer.second_hearing); None: heard once."""
     done_logprob: float | None = None
     """The turn detector's verdict on the transcript (speculative replies only)."""
+    rehear_below: float | None = None
+    """A verdict under this (unsure: the turn waits 1.0-1.2 s to end) has the second ear
+    hear the turn again before the LLM reads it (second_hearing.hear_unsure); None: never."""
     judging: bool = False
     """The turn detector is working on the transcript: its verdict is still to come."""
     text: str = ""
@@ -110,6 +113,8 @@ class Reply:
     _clauses: list[str] = field(default_factory=list)
     _sentences: int = 0
     _spent: bool = False
+    _heard: bool = False
+    """The words came from the audio (not typed)."""
     _voice: Voicing = field(init=False)
 
     def __post_init__(self) -> None:
@@ -202,7 +207,7 @@ class Reply:
         Cancel-safe: cancelling stops the model work at its next item; queued audio stays
         in the speaker for the caller to clear.
         """
-        heard = self.transcript is None
+        heard = self._heard = self.transcript is None
         if heard:  # typed words are never queued on the ASR worker
             self.transcript = await self.models.hear(self.audio, self._skills_first())
         if self.transcript and self.answer_skill is not None:
@@ -240,6 +245,27 @@ class Reply:
         if again is not None:
             self.first_heard = self.transcript
             self.transcript, self.skill = again
+
+    async def _hear_unsure(self) -> bool:
+        """The turn detector was unsure of the first ear's words: the second ear's, if
+        they differ, are the turn's words. True if a skill takes them (self.skill)."""
+        below, verdict = self.rehear_below, self.done_logprob
+        if (below is None or verdict is None or verdict >= below or not self._heard
+                or self.first_heard is not None or self.transcript is None):
+            return False
+        again = await hear_unsure(self.models, self.audio, self.transcript, self.priority)
+        if again is None:
+            return False
+        self.first_heard, self.transcript = self.transcript, again
+        self._held = [Transcript(again, final=True) if isinstance(e, Transcript) else e
+                      for e in self._held]
+        if self.committed.is_set():
+            self.emit(Transcript(again, final=True))
+        skill = self.answer_skill(again) if self.answer_skill is not None else None
+        if skill is None or skill.found_nothing:
+            return False
+        self.skill = skill
+        return True
 
     async def _judge_turn(self) -> None:
         """The turn detector's verdict on the transcript, on its own worker and context.
@@ -295,6 +321,11 @@ class Reply:
             # The verdict first, always: it decides the endpoint, and the LLM reading the
             # words first on a shared CPU would make the endpoint wait for its prompt.
             await self._verdict_in.wait()
+        if await self._hear_unsure():
+            assert self.skill is not None
+            self._act()
+            self._say(self.skill.text, splitter, clauses, budget)
+            return
         options = self.integrity
         earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
         history = prompt_history(self.history, options)

@@ -52,3 +52,28 @@ async def hear_again(models: Models, audio: Pcm, heard: str,
         return None
     log.info("heard again: %r -> %r (%s)", heard, again, skill.skill)
     return again, skill
+
+
+async def hear_unsure(models: Models, audio: Pcm, heard: str, priority: Priority) -> str | None:
+    """The second ear's words for a turn the turn detector was unsure of, when they are
+    not the first ear's; else None.
+
+    Such a turn waits the statement or trailing wait (1.0-1.2 s) before it ends, and the
+    first ear's words are often why the detector was unsure: tiny.en heard "What is the
+    focus in?" for "What is photosynthesis?" and "Which planet in closest to my son?" for
+    "Which planet is closest to the sun?" in espeak-ng voices. The second hearing (~0.2-0.4 s
+    on 2 cores) is made inside that wait, before the LLM reads the words."""
+    ear = models.second_ear
+    if ear is None:
+        return None
+    try:
+        again = await ear.transcribe(audio, priority=priority)
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # the first ear's words stand
+        log.exception("hearing an unsure turn again failed")
+        return None
+    if not again or normalise(again) == normalise(heard):
+        return None
+    log.info("unsure turn heard again: %r -> %r", heard, again)
+    return again

@@ -23,13 +23,16 @@ from pipeline.conversation_events import ConversationEvent, Turn, to_wire
 from pipeline.conversation_options import ConversationOptions
 from pipeline.events import Pcm
 from pipeline.listen.ear import Ear
+from pipeline.listen.endpointing import EndpointOptions
 from pipeline.skills import SkillContext, SkillReply, Timers, default_skills
 from pipeline.skills.domain import names_a_skill
+from pipeline.skills.math import MathSkill
 from pipeline.speaker import Speaker
 from pipeline.timeline import now
 from tests.fakes import (
     TEST_VAD,
     DoubtfulGate,
+    FakeDetector,
     FakeResponder,
     FakeSynthesizer,
     FakeTranscriber,
@@ -255,3 +258,61 @@ def test_an_item_missing_from_a_list_with_others_on_it_counts_as_found_nothing(
         assert reply(text).found_nothing, text
     assert not reply("Remove bread from my shopping list.").found_nothing
     store.close()
+
+
+async def unsure_turn(models: Models, *, hear_unsure: bool = True) -> Conversation:
+    """One spoken turn with the turn detector's verdict and adaptive endpointing."""
+    options = ConversationOptions(vad=TEST_VAD, partial_interval_s=None, hear_unsure=hear_unsure,
+                                  endpoint=EndpointOptions(complete_ms=100, statement_ms=300,
+                                                           trailing_ms=400))
+    conv = Conversation(models, Speaker(), options, emit=lambda _e: None,
+                        skills=default_skills(timers=Timers(), store=None, extra=[MathSkill()]))
+    async with Mic(conv) as mic:
+        await mic.say()
+        await mic.play_until(lambda: len(conv.turns) == 1)
+    return conv
+
+
+def judged_ears(workers: Workers, first: str, second: str, verdict: float,
+                ) -> tuple[Models, FakeTranscriber, FakeResponder]:
+    responder = FakeResponder(["Photosynthesis is how plants make food."])
+    detector = FakeDetector({first: verdict})
+    models = workers.models(FakeTranscriber(first), responder, FakeSynthesizer(), detector)
+    sturdier = FakeTranscriber(second)
+    return dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker)), sturdier, responder
+
+
+async def test_a_turn_the_detector_is_unsure_of_is_heard_again_before_the_llm_reads_it(
+    workers: Workers,
+) -> None:
+    models, sturdier, responder = judged_ears(workers, "What is the focus in?",
+                                              "What is photosynthesis?", -8.0)
+    conv = await unsure_turn(models)
+    (turn,) = conv.turns
+    assert (turn.transcript, turn.first_heard) == ("What is photosynthesis?",
+                                                   "What is the focus in?")
+    assert responder.users == ["What is photosynthesis?"]
+    assert len(sturdier.calls) == 1
+
+
+async def test_a_turn_the_detector_calls_finished_is_heard_once(workers: Workers) -> None:
+    models, sturdier, _ = judged_ears(workers, "What is the focus in?",
+                                      "What is photosynthesis?", -2.0)
+    conv = await unsure_turn(models)
+    assert conv.turns[0].transcript == "What is the focus in?" and sturdier.calls == []
+    # Off, an unsure one is heard once too.
+    models, sturdier, _ = judged_ears(workers, "What is the focus in?",
+                                      "What is photosynthesis?", -8.0)
+    conv = await unsure_turn(models, hear_unsure=False)
+    assert conv.turns[0].first_heard is None and sturdier.calls == []
+
+
+async def test_an_unsure_turn_a_skill_takes_on_second_hearing_is_the_skills(
+    workers: Workers,
+) -> None:
+    models, _sturdier, responder = judged_ears(workers, "What is 12 time 12?",
+                                               "What is 12 times 12?", -8.0)
+    conv = await unsure_turn(models)
+    (turn,) = conv.turns
+    assert turn.skill == "math" and "144" in turn.reply
+    assert responder.users == []
