@@ -57,10 +57,8 @@ class ClauseOptions:
     each token costs ~43 ms on 2 cores (default 4; why: docs/latency.md)."""
     first_clause_cap_words: int = 0
     """With neither a comma nor a linking word to cut at, the first clause is cut before
-    its word number N+1 as soon as that word is being written (0: off): a first sentence
-    with neither ("Gravity is approximately 9.81 m/s².") was spoken only once it was
-    written whole, ~0.9 s after its first token on 2 cores. Off by default: at 4 it moved
-    the LLM turns' first clause by a median -4 ms on the quality bench (docs/latency.md)."""
+    its word N+1 as it is written, not after a number or a leading word (default 0: off;
+    why: docs/latency.md)."""
     max_words: int = 30
     """A sentence longer than this is cut at its next comma-like break anyway."""
 

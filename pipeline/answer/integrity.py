@@ -44,10 +44,8 @@ class IntegrityOptions:
     max_words: int = 45
     """A reply is cut at the first sentence end past this many words, whatever it was asked."""
     reply_words: int = 12
-    """An ordinary LLM reply (the user asked for no more) says no further sentence once its
-    sentences so far have this many words: one full sentence, or two short ones. Spoken at
-    ~2.5 words a second, 2 sentences of ~10 words took 7 s and were still playing when the
-    user asked the next question (docs/quality.md). 0: only `max_words` applies."""
+    """An ordinary LLM reply starts no further sentence once it has this many words
+    (default 12; 0: only `max_words`; why: docs/quality.md)."""
 
     def __post_init__(self) -> None:
         if self.max_exchanges < 0 or self.max_sentences < 1 or self.more_sentences < 1:
