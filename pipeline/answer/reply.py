@@ -470,7 +470,6 @@ class Reply:
                     return True
         return False
 
-
     def _at_sentence_start(self) -> bool:
         return not self._clauses or _ends_sentence(self._clauses[-1])
 

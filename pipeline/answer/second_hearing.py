@@ -29,14 +29,10 @@ from pipeline.skills.domain import names_a_skill
 log = logging.getLogger(__name__)
 
 
-async def hear_again(models: Models, audio: Pcm, heard: str,
-                     answer_skill: Callable[[str], SkillReply | None],
-                     priority: Priority) -> tuple[str, SkillReply] | None:
-    """(the second ear's words, the skill reply to them) when `heard` names a skill's
-    thing, the second ear hears something else, and a skill takes that and finds what it
-    names; else None."""
+async def _other_words(models: Models, audio: Pcm, heard: str, priority: Priority) -> str | None:
+    """The second ear's words for `audio` when it has one and they are not `heard`'s."""
     ear = models.second_ear
-    if ear is None or not names_a_skill(heard):
+    if ear is None:
         return None
     try:
         again = await ear.transcribe(audio, priority=priority)
@@ -45,7 +41,19 @@ async def hear_again(models: Models, audio: Pcm, heard: str,
     except Exception:  # the first ear's words stand
         log.exception("hearing the turn again failed")
         return None
-    if not again or normalise(again) == normalise(heard):
+    return again if again and normalise(again) != normalise(heard) else None
+
+
+async def hear_again(models: Models, audio: Pcm, heard: str,
+                     answer_skill: Callable[[str], SkillReply | None],
+                     priority: Priority) -> tuple[str, SkillReply] | None:
+    """(the second ear's words, the skill reply to them) when `heard` names a skill's
+    thing, the second ear hears something else, and a skill takes that and finds what it
+    names; else None."""
+    if not names_a_skill(heard):
+        return None
+    again = await _other_words(models, audio, heard, priority)
+    if again is None:
         return None
     skill = answer_skill(again)
     if skill is None or skill.found_nothing:
@@ -63,17 +71,7 @@ async def hear_unsure(models: Models, audio: Pcm, heard: str, priority: Priority
     focus in?" for "What is photosynthesis?" and "Which planet in closest to my son?" for
     "Which planet is closest to the sun?" in espeak-ng voices. The second hearing (~0.2-0.4 s
     on 2 cores) is made inside that wait, before the LLM reads the words."""
-    ear = models.second_ear
-    if ear is None:
-        return None
-    try:
-        again = await ear.transcribe(audio, priority=priority)
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # the first ear's words stand
-        log.exception("hearing an unsure turn again failed")
-        return None
-    if not again or normalise(again) == normalise(heard):
-        return None
-    log.info("unsure turn heard again: %r -> %r", heard, again)
+    again = await _other_words(models, audio, heard, priority)
+    if again is not None:
+        log.info("unsure turn heard again: %r -> %r", heard, again)
     return again

@@ -45,9 +45,12 @@ pytestmark = pytest.mark.timeout(10)
 
 
 def two_ears(workers: Workers, first: str, second: str | Exception,
-             reply: str = "It is an animal.") -> tuple[Models, FakeTranscriber, FakeResponder]:
+             reply: str = "It is an animal.", *, verdict: float | None = None,
+             ) -> tuple[Models, FakeTranscriber, FakeResponder]:
+    """`verdict`: the turn detector's score of `first` (None: no detector)."""
     responder = FakeResponder([reply])
-    models = workers.models(FakeTranscriber(first), responder, FakeSynthesizer())
+    detector = FakeDetector({first: verdict}) if verdict is not None else None
+    models = workers.models(FakeTranscriber(first), responder, FakeSynthesizer(), detector)
     sturdier = FakeTranscriber(second)
     return dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker)), sturdier, responder
 
@@ -273,20 +276,14 @@ async def unsure_turn(models: Models, *, hear_unsure: bool = True) -> Conversati
     return conv
 
 
-def judged_ears(workers: Workers, first: str, second: str, verdict: float,
-                ) -> tuple[Models, FakeTranscriber, FakeResponder]:
-    responder = FakeResponder(["Photosynthesis is how plants make food."])
-    detector = FakeDetector({first: verdict})
-    models = workers.models(FakeTranscriber(first), responder, FakeSynthesizer(), detector)
-    sturdier = FakeTranscriber(second)
-    return dataclasses.replace(models, noisy_ear=Ear(sturdier, models.asr_worker)), sturdier, responder
+PLANTS = "Photosynthesis is how plants make food."
+FOCUS, MEANT = "What is the focus in?", "What is photosynthesis?"
 
 
 async def test_a_turn_the_detector_is_unsure_of_is_heard_again_before_the_llm_reads_it(
     workers: Workers,
 ) -> None:
-    models, sturdier, responder = judged_ears(workers, "What is the focus in?",
-                                              "What is photosynthesis?", -8.0)
+    models, sturdier, responder = two_ears(workers, FOCUS, MEANT, PLANTS, verdict=-8.0)
     conv = await unsure_turn(models)
     (turn,) = conv.turns
     assert (turn.transcript, turn.first_heard) == ("What is photosynthesis?",
@@ -296,13 +293,11 @@ async def test_a_turn_the_detector_is_unsure_of_is_heard_again_before_the_llm_re
 
 
 async def test_a_turn_the_detector_calls_finished_is_heard_once(workers: Workers) -> None:
-    models, sturdier, _ = judged_ears(workers, "What is the focus in?",
-                                      "What is photosynthesis?", -2.0)
+    models, sturdier, _ = two_ears(workers, FOCUS, MEANT, PLANTS, verdict=-2.0)
     conv = await unsure_turn(models)
     assert conv.turns[0].transcript == "What is the focus in?" and sturdier.calls == []
     # Off, an unsure one is heard once too.
-    models, sturdier, _ = judged_ears(workers, "What is the focus in?",
-                                      "What is photosynthesis?", -8.0)
+    models, sturdier, _ = two_ears(workers, FOCUS, MEANT, PLANTS, verdict=-8.0)
     conv = await unsure_turn(models, hear_unsure=False)
     assert conv.turns[0].first_heard is None and sturdier.calls == []
 
@@ -310,8 +305,8 @@ async def test_a_turn_the_detector_calls_finished_is_heard_once(workers: Workers
 async def test_an_unsure_turn_a_skill_takes_on_second_hearing_is_the_skills(
     workers: Workers,
 ) -> None:
-    models, _sturdier, responder = judged_ears(workers, "What is 12 time 12?",
-                                               "What is 12 times 12?", -8.0)
+    models, _sturdier, responder = two_ears(workers, "What is 12 time 12?",
+                                            "What is 12 times 12?", PLANTS, verdict=-8.0)
     conv = await unsure_turn(models)
     (turn,) = conv.turns
     assert turn.skill == "math" and "144" in turn.reply
