@@ -129,6 +129,10 @@ LEVERS: tuple[Lever, ...] = (
             sets="conversation.clauses.first_clause_cap_words",
             help="with neither a comma nor a linking word, the first clause is cut before"
             " word N+1 as it is written (default 0: off)"),
+    Switch(name="llm-lockstep", flag="--no-llm-lockstep",
+           sets={"conversation.clauses.lockstep": False},
+           help="the LLM decodes ahead of the reply before its first clause (a step is under"
+           " way when clause 1's audio is asked for)"),
     Switch(name="drafts", flag="--no-drafts", sets={"llm.drafts": False, "engine.reply_cache": False},
            help="no draft-and-verify decoding (and no reply cache)"),
     Switch(name="prompt-lookup", flag="--prompt-lookup", sets={"llm.prompt_lookup": True},

@@ -29,7 +29,7 @@ import numpy as np
 
 from models import llama_internals
 from pipeline.answer.llm import common_prefix
-from pipeline.compute.batching import Job, Pick, choose, plan
+from pipeline.compute.batching import Job, Pick, choose, plan, reader_due
 from pipeline.compute.stats import DraftStats
 from pipeline.compute.workers import CpuLock, Priority
 
@@ -170,8 +170,9 @@ class SharedLlama:
                         with contextlib.suppress(KvFull):  # it waits for a sequence
                             self._admit(job)
                 picks = plan(self._jobs, self.batch_tokens)
-                if not picks:  # all waiting: for readers, or for a sequence to free
-                    self._cond.wait(0.01)
+                due = reader_due(self._jobs)
+                if not picks or due > 0:  # waiting: for readers, or for a sequence to free
+                    self._cond.wait(due or 0.01)
                     continue
             self._step(picks)
 
@@ -327,6 +328,8 @@ class SharedLlama:
             self._finish(job)
             return False
         job.generated.append(token)
+        if job.gate is not None:
+            job.gate.handed()  # in lockstep, its next step waits till the reader has it
         job.out.put(token)
         if len(job.generated) >= job.max_tokens:
             self._finish(job)

@@ -40,8 +40,11 @@ class SeqResponder(LlamaResponder):
             self.shared.forget(self.key)
         drafts = [TextDraft("expected_reply", self._draft_tokens(draft))] \
             if draft and self.options.drafts else []
+        gate = current_gate()
+        if gate is not None:
+            gate.on_change(self.shared.wake)  # its reader took a token, or its speech began
         job = self.shared.submit(Job(
-            key=self.key, prompt=tokens, priority=current_priority(), gate=current_gate(),
+            key=self.key, prompt=tokens, priority=current_priority(), gate=gate,
             generate=True,
             max_tokens=self.options.max_tokens, penalty=self.options.repeat_penalty,
             bias=self._no_calls() if plain and self.tools else None, drafts=drafts,
@@ -58,6 +61,8 @@ class SeqResponder(LlamaResponder):
                 text = utf8.decode(self.llama.detokenize([int(item)]))  # type: ignore[call-overload]
                 if text:
                     yield text
+                elif gate is not None:
+                    gate.seen()  # half a character: nothing for the reader to take
             if job.error is not None:
                 raise job.error
         finally:

@@ -34,7 +34,8 @@ from pipeline.answer.tools import may_be_call, may_call, refused, request_for, w
 from pipeline.answer.under_load import UnderLoad
 from pipeline.answer.voicing import Voicing
 from pipeline.compute.degrade import Degradation
-from pipeline.compute.workers import Gate, Priority
+from pipeline.compute.gate import Gate
+from pipeline.compute.workers import Priority
 from pipeline.conversation_events import ConversationEvent, Emit, ReplyDelta, Transcript
 from pipeline.events import Clause, Pcm
 from pipeline.skills.base import SkillReply
@@ -118,6 +119,8 @@ class Reply:
     _voice: Voicing = field(init=False)
 
     def __post_init__(self) -> None:
+        clause_options = self.clause_options or ClauseOptions()
+        self._llm_gate.lockstep = self.spoken and clause_options.lockstep
         self._voice = Voicing(
             self.models, self.speaker, self.timeline, self.committed, self._verdict_in,
             self._llm_gate, self._tts_priority, spoken=self.spoken, under_load=self.under_load)
@@ -458,6 +461,7 @@ class Reply:
                 return True
             if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
                 self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
+                self._llm_gate.end_lockstep()
             self.timeline.stamp(FIRST_CLAUSE)
             clauses.put_nowait(clause)
             self._clauses.append(clause.text)

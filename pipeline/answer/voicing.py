@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pipeline.answer.heard import Spoken, heard_words
 from pipeline.answer.model_calls import Models
 from pipeline.answer.under_load import UnderLoad
-from pipeline.compute.workers import Gate, Priority
+from pipeline.compute.gate import Gate
+from pipeline.compute.workers import Priority
 from pipeline.events import SAMPLE_RATE, Clause
 from pipeline.speaker import Speaker
 from pipeline.timeline import TTFA_SERVER, TTUA, Timeline

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.compute.workers import Gate, Priority
+from pipeline.compute.gate import Gate
+from pipeline.compute.workers import Priority
 
 DEADLINE_S = {Priority.CONFIRMED: 0.8, Priority.SPECULATIVE: 1.5, Priority.BACKGROUND: 5.0}
 """How soon a job of each class should be done, from when it is asked: a confirmed turn's
@@ -39,6 +40,10 @@ SPECULATION_LIMIT = 2
 
 MAX_AHEAD = 3
 """Unread tokens at which a reply waits for its reader."""
+
+READER_GRACE_S = 0.004
+"""How long a step waits for a reply in lockstep whose reader is about to take its last
+token (pipeline.compute.gate): it rides in the step instead of sitting one out (~55 ms)."""
 
 PREFILL_CHUNK = 64
 """Prompt tokens a job reads per step while other replies are decoding: a long prompt
@@ -69,7 +74,8 @@ class Job:
     same step as the reply's next token."""
     gate: Gate | None = None
     """While closed, the job is not stepped: its reply's first clause is being spoken and
-    the CPU is the speech's (pipeline.answer.reply), not spent decoding ahead."""
+    the CPU is the speech's (pipeline.answer.reply), not spent decoding ahead; in lockstep,
+    its reader has not taken its last token yet (pipeline.compute.gate)."""
     deadline: float = 0.0
     arrival: int = field(default_factory=lambda: next(_arrivals))
     pending: list[int] = field(default_factory=list)
@@ -153,6 +159,19 @@ def plan(jobs: Sequence[Job], budget: int, chunk: int = PREFILL_CHUNK) -> list[P
         if used >= budget:
             break
     return picks
+
+
+def reader_due(jobs: Sequence[Job], grace_s: float = READER_GRACE_S) -> float:
+    """Seconds the next step should wait for a reply in lockstep whose reader has had its
+    last token for less than `grace_s` (0: none is due)."""
+    due = 0.0
+    for job in jobs:
+        gate = job.gate
+        if gate is None or not job.generate or job.done.is_set() or job.cancelled.is_set():
+            continue
+        if gate.awaiting_reader:
+            due = max(due, grace_s - gate.awaited_s())
+    return due
 
 
 def choose(logits: npt.NDArray[np.float32], recent: Sequence[int], penalty: float,

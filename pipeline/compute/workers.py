@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Generic, TypeVar
 
+from pipeline.compute.gate import Gate
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -155,7 +157,8 @@ class ModelWorker:
         """Iterate `make(*args)` inside the worker; yields its items on the loop.
 
         While `gate` is closed the worker waits before taking the next item, leaving the
-        CPU to more urgent work (up to the gate's timeout).
+        CPU to more urgent work (up to the gate's timeout); in lockstep it also waits till
+        the reader is back for the next item (pipeline.compute.gate).
         Cancel-safe: closing or cancelling the async iterator stops the generator at its
         next item (it is closed in the worker thread, where it runs).
         """
@@ -175,6 +178,8 @@ class ModelWorker:
                         item = next(generator, _DONE)
                     if item is _DONE:
                         break
+                    if gate is not None:
+                        gate.handed()
                     if not _hand(loop, items.put_nowait, item):
                         break  # nobody is listening any more (the loop is closed)
                     if gate is not None:
@@ -194,9 +199,12 @@ class ModelWorker:
                 if isinstance(item, _Failure):
                     raise item.error
                 yield item
+                if gate is not None:
+                    gate.seen()  # the reader is back for the next: it has taken this one
         finally:
             job.cancelled.set()
             if gate is not None:
+                gate.seen()
                 gate.open()
 
     def close(self, finally_run: Callable[[], object] | None = None, *, wait: float = 5.0) -> None:
@@ -262,31 +270,6 @@ def _finish_jobs_in_hand() -> None:
     for worker in list(_LIVE):
         worker.cancel_current()  # a stream stops at its next item
         worker.close(wait=5.0)
-
-
-class Gate:
-    """Lets one stream pause between items while another job needs the CPU."""
-
-    def __init__(self, timeout_s: float = 1.0) -> None:
-        self._open = threading.Event()
-        self._open.set()
-        self._closed_at = 0.0
-        self.timeout_s = timeout_s
-
-    def close(self) -> None:
-        self._closed_at = time.monotonic()
-        self._open.clear()
-
-    @property
-    def is_open(self) -> bool:
-        """Open, or closed for longer than the timeout (as a waiter would go on)."""
-        return self._open.is_set() or time.monotonic() - self._closed_at >= self.timeout_s
-
-    def open(self) -> None:
-        self._open.set()
-
-    def wait(self) -> None:
-        self._open.wait(self.timeout_s)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ they differ, and there both runs' leads over the runner-up must be such a near-t
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,8 @@ from models.locate import locate
 from models.shared_llm import SharedLlama
 from models.shared_responder import SeqResponder
 from pipeline.answer.llm import LlmOptions, Message
+from pipeline.compute.gate import Gate
+from pipeline.compute.workers import ModelWorker
 
 pytestmark = pytest.mark.integration
 
@@ -154,3 +157,26 @@ def test_a_reply_closed_half_way_frees_the_engine_for_the_next(shared: SharedLla
             break
         time.sleep(0.01)
     assert shared.kv_held(seq.key) == 0
+
+
+async def test_in_lockstep_the_engine_takes_no_step_till_the_reader_has_its_token(
+        shared: SharedLlama) -> None:
+    """Before a reply's first clause its reader may close the gate on any token: the
+    engine must not have begun the next step by then (it would hold the CPU ~55 ms from
+    clause 1's audio). Past the first clause it decodes ahead again."""
+    seq = open_seq(shared)
+    worker = ModelWorker("llm-lockstep")
+    gate = Gate(lockstep=True, reader_timeout_s=5)
+    stream = worker.stream(seq.reply, [], "Tell me a long story about a dragon.", gate=gate)
+    try:
+        assert await anext(stream)
+        steps = shared.steps
+        await asyncio.sleep(0.3)  # five steps' time on 2 cores
+        assert shared.steps == steps
+        gate.end_lockstep()
+        await asyncio.sleep(0.3)
+        assert shared.steps > steps
+    finally:
+        await stream.aclose()
+        worker.close()
+        seq.close()

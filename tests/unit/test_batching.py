@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.compute.batching import MAX_AHEAD, PREFILL_CHUNK, SPECULATION_LIMIT, Job, choose, plan
+from pipeline.compute.batching import (
+    MAX_AHEAD,
+    PREFILL_CHUNK,
+    READER_GRACE_S,
+    SPECULATION_LIMIT,
+    Job,
+    choose,
+    plan,
+    reader_due,
+)
 from pipeline.compute.workers import Gate, Priority
 
 
@@ -72,6 +81,32 @@ def test_a_reply_whose_first_clause_is_being_spoken_sits_out_till_its_gate_opens
     assert keys([spoken, other]) == [2]
     gate.open()
     assert keys([spoken, other]) == [1, 2]
+
+
+def test_a_reply_in_lockstep_sits_out_till_its_reader_has_its_last_token() -> None:
+    """Before its first clause a reply is never a step ahead of its reader: the step that
+    would be under way when clause 1 is written (and its audio asked for) is not taken."""
+    gate = Gate(timeout_s=60, lockstep=True, reader_timeout_s=60)
+    spoken, other = decoding(1), decoding(2)
+    spoken.gate = gate
+    gate.handed()
+    assert keys([spoken, other]) == [2]
+    assert 0 < reader_due([spoken, other]) <= READER_GRACE_S  # the step waits for it, briefly
+    gate.seen()
+    assert keys([spoken, other]) == [1, 2]
+    assert reader_due([spoken, other]) == 0
+    gate.end_lockstep()
+    gate.handed()  # past the first clause: it may run ahead
+    assert keys([spoken, other]) == [1, 2]
+
+
+def test_a_reader_that_is_slow_to_come_back_is_not_waited_for_by_the_others() -> None:
+    gate = Gate(lockstep=True, reader_timeout_s=60)
+    slow, other = decoding(1), decoding(2)
+    slow.gate = gate
+    gate.handed()
+    assert reader_due([slow, other], grace_s=0.0) == 0
+    assert keys([slow, other]) == [2]
 
 
 def test_a_gate_left_closed_lets_its_reply_go_on_after_the_timeout() -> None:

@@ -99,6 +99,7 @@ ABLATED_BEFORE = {  # app/bench/latency.py's LEVERS before the table (4ac3a52)
     "kv-reuse": ["--no-kv-reuse"],
     "first-clause": ["--sentence-clauses"],
     "tts-stream": ["--no-tts-stream"],
+    "llm-lockstep": ["--no-llm-lockstep"],
     "drafts": ["--no-drafts"],
     "captions": ["--no-captions"],
     "caption-prefill": ["--no-caption-prefill"],

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from pipeline.answer.clauses import ClauseOptions
 from pipeline.answer.heard import WORD_S, Spoken, heard_words
 from pipeline.answer.llm import Message
 from pipeline.answer.reply import Reply
@@ -39,6 +40,7 @@ def make_reply(
     synthesizer: FakeSynthesizer | None = None,
     speculative: bool = False,
     history: list[Message] | None = None,
+    clause_options: ClauseOptions | None = None,
 ) -> tuple[Reply, Speaker, list[tuple[str, dict[str, object]]]]:
     models = workers.models(
         transcriber or FakeTranscriber("how are you"), responder, synthesizer or FakeSynthesizer()
@@ -48,7 +50,7 @@ def make_reply(
     timeline = Timeline()
     timeline.stamp(SPEECH_END, now())
     reply = Reply(models, speaker, history or [], np.zeros(16_000, np.int16), timeline,
-                  events.append, speculative=speculative)
+                  events.append, speculative=speculative, clause_options=clause_options)
     if not speculative:
         reply.commit()
     return reply, speaker, events
@@ -209,6 +211,26 @@ async def test_the_llm_waits_while_the_first_clause_is_synthesized(workers: Work
     assert responder.produced <= 6  # clause 1 and the pieces already in flight
     await play_out(speaker, task)
     assert responder.produced == len(responder.pieces)
+
+
+async def test_no_piece_after_the_first_clause_is_begun_before_its_audio(
+    workers: Workers,
+) -> None:
+    """Lockstep (ClauseOptions.lockstep): the LLM is never a piece ahead of the reply
+    before clause 1, so the piece after it (~55 ms of the CPU on 2 cores) is not being
+    made while clause 1's first audio is; free-running, it is already under way."""
+    for lockstep, made in ((True, 4), (False, 5)):
+        responder = FakeResponder(["Well ", "let ", "me ", "see, ", "it ", "is ", "noon."],
+                                  delay_s=0.02)
+        synthesizer = SlowFirstChunk()
+        reply, speaker, _ = make_reply(workers, responder, synthesizer=synthesizer,
+                                       clause_options=ClauseOptions(lockstep=lockstep))
+        task = asyncio.create_task(reply.run())
+        await until(lambda s=synthesizer: s.calls >= 1, what="clause 1 at the TTS")
+        await asyncio.sleep(0.1)
+        assert responder.produced == made, lockstep
+        await play_out(speaker, task)
+        assert responder.produced == len(responder.pieces)
 
 
 def _spoken(text: str, seconds: float, played_s: float, done: bool) -> Spoken:

@@ -128,6 +128,50 @@ async def test_a_streams_gate_is_known_in_its_thread_and_not_in_the_next_job(
     assert seen == [gate, None, None]
 
 
+async def test_a_stream_in_lockstep_makes_its_next_item_only_once_the_reader_is_back(
+    workers: Workers,
+) -> None:
+    """The reader can close the gate on an item (the reply's first clause) before the
+    worker has begun the next: no step is under way when clause 1's audio is asked for."""
+    made: list[int] = []
+
+    def counting() -> Iterator[int]:
+        for i in range(3):
+            made.append(i)
+            yield i
+
+    for lockstep, ahead in ((True, [0]), (False, [0, 1])):
+        gate = compute.Gate(lockstep=lockstep, reader_timeout_s=5)
+        made.clear()
+        stream = workers("llm").stream(counting, gate=gate)
+        assert await anext(stream) == 0
+        await asyncio.sleep(0.1)
+        assert made[:2] == ahead, lockstep  # free-running, it had made the next already
+        gate.close()
+        gate.end_lockstep()
+        await asyncio.sleep(0.1)
+        assert made[:2] == ahead  # closed before the next step: it waits
+        gate.open()
+        assert [i async for i in stream] == [1, 2]
+
+
+async def test_a_reader_that_does_not_come_back_stalls_a_lockstep_stream_only_briefly(
+    workers: Workers,
+) -> None:
+    made: list[int] = []
+
+    def counting() -> Iterator[int]:
+        for i in range(2):
+            made.append(i)
+            yield i
+
+    gate = compute.Gate(lockstep=True, reader_timeout_s=0.05)
+    stream = workers("llm").stream(counting, gate=gate)
+    assert await anext(stream) == 0
+    await until(lambda: made == [0, 1], what="the next item after the reader's timeout")
+    assert [i async for i in stream] == [1]
+
+
 async def test_stream_raises_the_generator_error_after_its_earlier_items(
     workers: Workers,
 ) -> None:
