@@ -22,7 +22,6 @@ from pipeline.answer.integrity import (
     CopyGuard,
     IntegrityOptions,
     earlier_replies,
-    is_offer,
     prompt_history,
     sentence_budget,
     word_budget,
@@ -30,6 +29,7 @@ from pipeline.answer.integrity import (
 from pipeline.answer.llm import Message, Promotes, Responder, TakesTools
 from pipeline.answer.model_calls import Models
 from pipeline.answer.second_hearing import hear_again, hear_unsure
+from pipeline.answer.telling import Budget, Telling
 from pipeline.answer.tools import may_be_call, may_call, refused, request_for, without_markers
 from pipeline.answer.under_load import UnderLoad
 from pipeline.answer.voicing import Voicing
@@ -111,9 +111,8 @@ class Reply:
     _verdict_in: asyncio.Event = field(default_factory=asyncio.Event)
     """The turn detector has answered (or is not asked): clause 1's audio may be made."""
     _acted: bool = False
-    _clauses: list[str] = field(default_factory=list)
-    _sentences: int = 0
-    _spent: bool = False
+    _telling: Telling = field(init=False, repr=False)
+    _sentence_budget: int = 0
     _heard: bool = False
     """The words came from the audio (not typed)."""
     _voice: Voicing = field(init=False)
@@ -121,6 +120,8 @@ class Reply:
     def __post_init__(self) -> None:
         clause_options = self.clause_options or ClauseOptions()
         self._llm_gate.lockstep = self.spoken and clause_options.lockstep
+        self._telling = Telling(ClauseSplitter(self.clause_options), asyncio.Queue(),
+                                self._on_clause)
         self._voice = Voicing(
             self.models, self.speaker, self.timeline, self.committed, self._verdict_in,
             self._llm_gate, self._tts_priority, spoken=self.spoken, under_load=self.under_load)
@@ -224,14 +225,13 @@ class Reply:
             return
         self._act()
         self._show(Transcript(self.transcript, final=True))
-        clauses: asyncio.Queue[Clause | None] = asyncio.Queue()
         async with asyncio.TaskGroup() as group:
             if self.judging:
                 group.create_task(self._judge_turn())
             else:
                 self._verdict_in.set()
-            group.create_task(self._think(clauses))
-            group.create_task(self._voice.speak(clauses))
+            group.create_task(self._think())
+            group.create_task(self._voice.speak(self._telling.clauses))
             if self.under_load is not None and self.spoken and self.skill is None:
                 group.create_task(self.under_load.one_moment(self.models.say, self.speaker))
         await self.finished.wait()
@@ -292,32 +292,28 @@ class Reply:
         self.timeline.stamp(VERDICT)
         self._verdict_in.set()
 
-    async def _think(self, clauses: asyncio.Queue[Clause | None]) -> None:
-        splitter = ClauseSplitter(self.clause_options)
+    async def _think(self) -> None:
         assert self.transcript is not None
-        budget = sentence_budget(self.transcript, self.integrity)
+        self._sentence_budget = sentence_budget(self.transcript, self.integrity)
+        telling = self._telling
         try:
             if self.skill is not None:
                 self.timeline.stamp(TTFT)
                 self.text = self.skill.text
                 self._show(ReplyDelta(self.skill.text))
-                self._queue(splitter.feed(self.skill.text), clauses, budget)
+                telling.say(self.skill.text, self._budget())
             else:
-                await self._generate(splitter, clauses, budget)
-            if not self._spent:
-                rest = splitter.flush()
-                # A reply cut by the token cap mid-sentence ("However, you"): after a
-                # whole sentence, its unfinished tail is not spoken.
-                if not (self._clauses and rest and not _ends_sentence(rest[-1].text)):
-                    self._queue(rest, clauses, budget)
+                await self._generate()
+            telling.finish(self._budget())
+        except BaseException:
+            telling.end()
+            raise
         finally:
-            clauses.put_nowait(None)
             self._clause_ready.set()
         if self.skill is None:
-            self.text = " ".join(self._clauses)  # what is spoken, budget and guard applied
+            self.text = " ".join(telling.told)  # what is spoken, budget and guard applied
 
-    async def _generate(self, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
-                        budget: int) -> None:
+    async def _generate(self) -> None:
         """The LLM's reply; regenerated without history if it copies an earlier one."""
         assert self.transcript is not None
         if self.early_verdict:
@@ -327,7 +323,7 @@ class Reply:
         if await self._hear_unsure():
             assert self.skill is not None
             self._act()
-            self._say(self.skill.text, splitter, clauses, budget)
+            self._say(self.skill.text)
             return
         options = self.integrity
         earlier = earlier_replies(self.history, self.transcript) if options.copy_guard else []
@@ -341,20 +337,18 @@ class Reply:
         # Words no tool could be believed for: the LLM is kept from a call from the start.
         plain = _uses_tools(self._responder) and not may_call(self.transcript)
         try:
-            await self._stream(history, draft, guard, splitter, clauses, budget, plain=plain)
+            await self._stream(history, draft, guard, plain=plain)
             if guard.copied is not None:
                 log.info("reply copied an earlier one (%r): regenerating without history",
                          guard.copied[:60])
                 self.copies += 1
-                await self._stream([], None, CopyGuard([], options), splitter, clauses, budget,
-                                   plain=plain)
+                await self._stream([], None, CopyGuard([], options), plain=plain)
         finally:
             if self.under_load is not None:
                 self.under_load.done()
 
     async def _stream(self, history: Sequence[Message], draft: str | None, guard: CopyGuard,
-                      splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
-                      budget: int, *, plain: bool = False) -> None:
+                      *, plain: bool = False) -> None:
         responder = self._responder
         respond = functools.partial(responder.reply, plain=True) if plain else responder.reply
 
@@ -391,19 +385,18 @@ class Reply:
                 released = guard.feed(piece)
                 if guard.copied is not None:
                     return
-                if released and self._say_llm(released, splitter, clauses, budget):
+                if released and self._say_llm(released):
                     return  # the spoken-length budget is spent, or a false claim: stop
         if call and plain:
             log.info("a call-shaped reply when told not to call (%r): not said", call[:80])
-            self._say(NOT_CAUGHT, splitter, clauses, budget)
-        elif call and not self._call_skill(call, splitter, clauses, budget):
+            self._say(NOT_CAUGHT)
+        elif call and not self._call_skill(call):
             # A call the user's words do not support: answer in words instead.
-            await self._stream(history, None, guard, splitter, clauses, budget, plain=True)
+            await self._stream(history, None, guard, plain=True)
         elif released := guard.finish():
-            self._say_llm(released, splitter, clauses, budget)
+            self._say_llm(released)
 
-    def _say_llm(self, text: str, splitter: ClauseSplitter,
-                 clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+    def _say_llm(self, text: str) -> bool:
         """The LLM's words, unless they claim a timer or list action, which no skill did, or
         say the date or time, which the LLM cannot know (pipeline.answer.claims): then one
         honest sentence, or the clock's answer, instead. True: stop the LLM."""
@@ -418,20 +411,19 @@ class Reply:
             log.info("the LLM claimed an action no skill did (%r): not said", so_far[-80:])
             instead = NOT_DONE
         else:
-            return self._say(text, splitter, clauses, budget)
-        splitter.drop()
-        self._say(instead, splitter, clauses, budget)
+            return self._say(text)
+        self._telling.drop()
+        self._say(instead)
         return True
 
-    def _say(self, text: str, splitter: ClauseSplitter, clauses: asyncio.Queue[Clause | None],
-             budget: int) -> bool:
+    def _say(self, text: str) -> bool:
+        """Words of the reply, said; True once its budget is spent."""
         self.timeline.stamp(TTFT)
         self.text += text
         self._show(ReplyDelta(text))
-        return self._queue(splitter.feed(text), clauses, budget)
+        return self._telling.say(text, self._budget())
 
-    def _call_skill(self, call: str, splitter: ClauseSplitter,
-                    clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
+    def _call_skill(self, call: str) -> bool:
         """The LLM called a tool: the skill answers the request the call stands for.
         False when the call is not believed (or no skill answers it)."""
         assert self.answer_skill is not None and self.transcript is not None
@@ -442,44 +434,27 @@ class Reply:
             return False
         self.skill = skill
         self._act()
-        self._say(skill.text, splitter, clauses, budget)
+        self._say(skill.text)
         return True
 
-    def _queue(self, made: list[Clause], clauses: asyncio.Queue[Clause | None], budget: int) -> bool:
-        """Hand clauses to the speaker side; True once the reply's sentence budget (or its
-        word budget, at a sentence end) is spent."""
-        words_cap = self.integrity.max_words
-        if self.skill is None:  # an LLM reply: one sentence, or two short ones
-            assert self.transcript is not None
-            words_cap = word_budget(self.transcript, self.integrity)
-            if self.under_load is not None:  # a short reply's caps
-                budget, words_cap = self.under_load.caps(budget, words_cap)
-        for clause in made:
-            if self.skill is None and self._sentences and self._at_sentence_start() \
-                    and is_offer(clause.text):
-                self._spent = True  # "What can I do for you?" after the answer: not said
-                return True
-            if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
-                self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
-                self._llm_gate.end_lockstep()
-            self.timeline.stamp(FIRST_CLAUSE)
-            clauses.put_nowait(clause)
-            self._clauses.append(clause.text)
-            self._clause_ready.set()
-            if clause.ends_sentence:
-                self._sentences += 1
-                words = sum(len(c.split()) for c in self._clauses)
-                if self._sentences >= budget or words >= words_cap:
-                    self._spent = True
-                    return True
-        return False
+    def _budget(self) -> Budget:
+        """An LLM reply: one sentence, or two short ones (tighter under load); a skill's:
+        whole, up to the spoken-length cap."""
+        sentences, words = self._sentence_budget, self.integrity.max_words
+        if self.skill is not None:
+            return Budget(sentences, words)
+        assert self.transcript is not None
+        words = word_budget(self.transcript, self.integrity)
+        if self.under_load is not None:  # a short reply's caps
+            sentences, words = self.under_load.caps(sentences, words)
+        return Budget(sentences, words, drops_offers=True)
 
-    def _at_sentence_start(self) -> bool:
-        return not self._clauses or _ends_sentence(self._clauses[-1])
-
-
-def _ends_sentence(text: str) -> bool:
-    return text.rstrip().rstrip("\"')]").endswith((".", "!", "?", "…"))
+    def _on_clause(self, clause: Clause) -> None:
+        if not self.timeline.has(FIRST_CLAUSE) and self.spoken:
+            self._llm_gate.close()  # first audio first: the LLM waits for clause 1's
+            self._llm_gate.end_lockstep()
+        self.timeline.stamp(FIRST_CLAUSE)
+        self._clause_ready.set()
 
 
 def _uses_tools(responder: Responder) -> bool:
