@@ -219,7 +219,7 @@ async def test_no_piece_after_the_first_clause_is_begun_before_its_audio(
     """Lockstep (ClauseOptions.lockstep): the LLM is never a piece ahead of the reply
     before clause 1, so the piece after it (~55 ms of the CPU on 2 cores) is not being
     made while clause 1's first audio is; free-running, it is already under way."""
-    for lockstep, made in ((True, 4), (False, 5)):
+    for lockstep, least in ((True, 4), (False, 5)):
         responder = FakeResponder(["Well ", "let ", "me ", "see, ", "it ", "is ", "noon."],
                                   delay_s=0.02)
         synthesizer = SlowFirstChunk()
@@ -228,7 +228,9 @@ async def test_no_piece_after_the_first_clause_is_begun_before_its_audio(
         task = asyncio.create_task(reply.run())
         await until(lambda s=synthesizer: s.calls >= 1, what="clause 1 at the TTS")
         await asyncio.sleep(0.1)
-        assert responder.produced == made, lockstep
+        # In lockstep exactly clause 1's pieces; free-running, one more at least (a slow
+        # event loop lets it make more before the gate closes).
+        assert responder.produced == least if lockstep else responder.produced >= least
         await play_out(speaker, task)
         assert responder.produced == len(responder.pieces)
 
