@@ -125,6 +125,14 @@ _RESPELT: tuple[tuple[re.Pattern[str], str], ...] = (
      r"\1 and \2"),
     # "one hours for minutes": "four" heard as "for" between the parts of a duration
     (re.compile(r"\b(hours?|minutes?) for (minutes?|seconds?)\b"), r"\1 four \2"),
+    # "pause to hours timer", "a for minute timer": "two" heard as "to"/"too" and "four"
+    # as "for" where only a number can stand, before a duration unit that names a timer
+    # ("convert 90 seconds to minutes", "a timer for minutes" stay as said)
+    (re.compile(rf"(?<![\w'])(?:to|too) (hours?|minutes?|seconds?)(?= timers?\b| and {_NUMBER}\b)"),
+     r"two \1"),
+    (re.compile(r"\b(a|the|my|your) for (hours?|minutes?|seconds?)(?= timers?\b)"),
+     r"\1 four \2"),
+    (re.compile(r"\bfor (?:to|too) (hours?|minutes?|seconds?)\b"), r"for two \1"),
     # "add the olive oil to the least": a list said at the end of an add
     (re.compile(r"^((?:add|put) .+ (?:to|on|onto) (?:the|my|our) (?:shopping )?)least$"), r"\1list"),
     # "state us on my timers": "status" heard as two words

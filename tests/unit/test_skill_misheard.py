@@ -106,6 +106,14 @@ def test_an_imperative_that_puts_things_on_the_list_is_an_add() -> None:
     ("State us on my timers.", "status on my timers"),
     ("Add one hours for minutes to my timer.", "add one hours four minutes to my timer"),
     ("Set a timer for two minutes for the pasta.", "set a timer for two minutes for the pasta"),
+    ("pause to hours timer", "pause two hours timer"),
+    ("Cancel the too minute timer.", "cancel the two minute timer"),
+    ("Set a timer for to hours and ten minutes.", "set a timer for two hours and ten minutes"),
+    ("Start a for minute timer.", "start a four minute timer"),
+    ("Convert 90 seconds to minutes.", "convert 90 seconds to minutes"),
+    ("How many seconds to minutes and hours", "how many seconds to minutes and hours"),
+    ("Set a timer for minutes.", "set a timer for minutes"),
+    ("Add five minutes to the timer.", "add five minutes to the timer"),
     ("The state us of the union", "the state us of the union"),
     # what is meant as said stays as said
     ("What is the least common multiple of 4 and 6?", "what is the least common multiple of 4 and 6"),
@@ -203,3 +211,16 @@ def test_a_holiday_asked_with_when_is_heard_wrong_is_answered() -> None:
 def test_spell_that_word() -> None:
     reply = SpellSkill().answer(normalise("Spell that word, rhythm."), ctx())
     assert reply is not None and reply.text == "Rhythm is spelled R, H, Y, T, H, M."
+
+
+def test_a_timer_named_by_its_length_heard_with_to_for_two_is_the_one_paused() -> None:
+    from models.intents import load_recognizer
+    from pipeline.skills import default_skills
+
+    timers = Timers()
+    skills = default_skills(timers=timers, store=None, recognizer=load_recognizer())
+    for said in ("Set a timer for two hours.", "Set a timer for 5 minutes.", "pause to hours timer"):
+        reply = skills.answer(said, ctx(said))
+        assert reply is not None and reply.action is not None, said
+        reply.action()
+    assert [t.paused for t in sorted(timers.active(), key=lambda t: -t.duration_s)] == [True, False]
