@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -27,6 +29,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def server_env(args: list[str] | tuple[str, ...], env: dict[str, str] | None,
+               scratch: Path) -> dict[str, str]:
+    """The environment of a harness's server: the caller's, with the data folder in
+    `scratch` unless the caller names one (`--data-dir`, or APACE_DATA_DIR in `env`).
+
+    A bench's or a test's server must not read or write the user's lists and timers: a
+    timer a bench set rang in the next test's server, which adopts the owner's timers,
+    and its reply came before the question's."""
+    own = "--data-dir" in args or any(a.startswith("--data-dir=") for a in args)
+    data = {} if own or (env and "APACE_DATA_DIR" in env) else {"APACE_DATA_DIR": str(scratch)}
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **data, **(env or {})}
+
+
 class ServerProcess:
     def __init__(self, *args: str, port: int | None = None, timeout: float = 180,
                  env: dict[str, str] | None = None, verbose: bool = False) -> None:
@@ -34,11 +49,13 @@ class ServerProcess:
         scheme = "https" if "--self-signed" in args or "--tls-cert" in args else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.log = b""
+        self.scratch = Path(tempfile.mkdtemp(prefix="apace-server-"))
+        """The server's data folder unless the caller names one; removed at `stop`."""
+        self.env = server_env(args, env, self.scratch)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", *(["-v"] if verbose else []), "serve",
              "--port", str(self.port), *args],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env,
         )
         self._wait_ready(timeout)
 
@@ -86,3 +103,4 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
