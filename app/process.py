@@ -103,4 +103,6 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        scratch: Path | None = getattr(self, "scratch", None)  # a subclass may start its own
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
